@@ -1,0 +1,62 @@
+"""``compute-monitor``: the agent that reports this node's metrics."""
+
+import json
+import signal
+import sys
+from collections.abc import Sequence
+
+from oslo_config import cfg
+from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
+
+from compute_monitor import agent as agent_mod
+from compute_monitor import conf as monitor_conf
+from scheduler import exception
+from scheduler.cmd import common
+from scheduler.db import api as db_api
+
+CONF = cfg.CONF
+PROG = "compute-monitor"
+LOG = logging.getLogger(__name__)
+
+cli_opts = [
+    cfg.BoolOpt("once", default=False,
+                help="Run one measurement cycle, print the node's row as "
+                "JSON and exit."),
+]
+
+
+def _validate(conf: cfg.ConfigOpts) -> None:
+    db_api.validate_connection_url(conf.database.connection)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    monitor_conf.register_opts(CONF)
+    CONF.register_cli_opts(cli_opts)
+    common.prepare(PROG, CONF, argv, "compute_monitor",
+                   validators=[_validate])
+    try:
+        monitors = agent_mod.load_monitors(CONF)
+    except exception.ConfigError as e:
+        common.config_error_exit(PROG, str(e))
+    agent = agent_mod.MonitorAgent(CONF, monitors)
+    if CONF.once:
+        try:
+            agent.run_cycle()
+        except (sa_exc.SQLAlchemyError, exception.SchedulerError) as e:
+            detail = str(getattr(e, "orig", None) or e).splitlines()[0]
+            print(f"{PROG}: error: {detail}", file=sys.stderr)
+            return 1
+        print(json.dumps(agent.node_row(), indent=2, default=str))
+        return 0
+    signal.signal(signal.SIGTERM, lambda *_: agent.stop())
+    signal.signal(signal.SIGINT, lambda *_: agent.stop())
+    LOG.info("Reporting %d monitors (%s) every %d s", len(monitors),
+             ", ".join(name for name, _ in monitors),
+             CONF.compute_monitor.interval)
+    agent.run_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Start-up shared by the console scripts: config, logging, exit codes."""
+
+import sys
+from collections.abc import Callable
+from collections.abc import Sequence
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from scheduler import exception
+
+CONFIG_ERROR_EXIT = 2
+
+
+def config_error_exit(prog: str, message: str) -> None:
+    """Print one line naming what is wrong and exit with status 2."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    sys.exit(CONFIG_ERROR_EXIT)
+
+
+def _raw_value(conf: cfg.ConfigOpts, group: str, name: str):
+    """The value as written in the config files, for error messages."""
+    section = "DEFAULT" if group is None else group
+    for path in reversed(conf.config_file or []):
+        sections: dict = {}
+        try:
+            cfg.ConfigParser(path, sections).parse()
+        except (OSError, cfg.ParseError):
+            continue
+        values = sections.get(section, {}).get(name)
+        if values:
+            return values[-1]
+    return None
+
+
+def _check(namespace, group: str | None, name: str, conf: cfg.ConfigOpts):
+    try:
+        return namespace[name]
+    except (ValueError, cfg.ConfigFileValueError) as e:
+        detail = str(e).split(" is not valid: ")[-1]
+        raise exception.ConfigError(group or "DEFAULT", name,
+                                    _raw_value(conf, group, name),
+                                    detail) from e
+
+
+def validate_options(conf: cfg.ConfigOpts) -> None:
+    """Read every registered option once so bad values fail at start-up.
+
+    oslo.config converts values lazily, on first access; without this a
+    typo in a rarely used option would surface hours later.
+    """
+    for key in list(conf):
+        value = _check(conf, None, key, conf)
+        if isinstance(value, cfg.ConfigOpts.GroupAttr):
+            for name in list(value):
+                _check(value, key, name, conf)
+
+
+def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
+            project: str,
+            validators: Sequence[Callable[[cfg.ConfigOpts], None]] = ()
+            ) -> None:
+    """Parse the command line and config files, set up logging, validate.
+
+    Any configuration problem ends the program with status 2 and a single
+    line on stderr naming the option, the value and what was expected.
+    """
+    logging.register_options(conf)
+    logging.set_defaults(default_log_levels=logging.get_default_log_levels()
+                         + ["alembic=WARN", "stevedore=WARN"])
+    try:
+        conf(list(sys.argv[1:] if argv is None else argv), project=project,
+             prog=prog)
+        validate_options(conf)
+        for validator in validators:
+            validator(conf)
+    except exception.ConfigError as e:
+        config_error_exit(prog, str(e))
+    except (cfg.Error, ValueError) as e:
+        config_error_exit(prog, str(e).replace("\n", " "))
+    logging.setup(conf, project)

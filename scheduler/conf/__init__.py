@@ -1,0 +1,22 @@
+"""Configuration of the scheduler service and tools (oslo.config).
+
+Each module registers one group; ``register_opts`` registers them all on a
+``ConfigOpts`` object so that tests can use a private one.
+"""
+
+from oslo_config import cfg
+
+from scheduler.conf import database
+from scheduler.conf import default
+
+CONF = cfg.CONF
+
+_MODULES = (default, database)
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    for module in _MODULES:
+        module.register_opts(conf)
+
+
+register_opts(CONF)

@@ -1,0 +1,99 @@
+"""Database engines and sessions, shared by the scheduler and the agent."""
+
+import os
+import threading
+
+import sqlalchemy as sa
+from oslo_config import cfg
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import sessionmaker
+
+from scheduler import exception
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+# Errors after which the same statement may succeed once the database is
+# reachable again: lost connections, refused connections, lock timeouts.
+RETRIABLE_ERRORS = (sa_exc.OperationalError, sa_exc.InterfaceError,
+                    sa_exc.TimeoutError)
+
+
+def validate_connection_url(url: str) -> None:
+    """Raise ConfigError unless ``url`` names a database we can drive.
+
+    Checks the form and that the dialect and driver import, without
+    connecting, so a typo stops start-up but a database that is down does
+    not.
+    """
+    try:
+        parsed = make_url(url)
+        parsed.get_dialect()
+    except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ValueError) as e:
+        raise exception.ConfigError(
+            "database", "connection", url,
+            "a SQLAlchemy URL such as sqlite:///path, "
+            "postgresql+psycopg://user@host/db or "
+            f"mysql+pymysql://user@host/db ({e})") from e
+
+
+def _new_engine(url: str, connect_timeout: int) -> Engine:
+    parsed = make_url(url)
+    kwargs: dict = {"pool_pre_ping": True, "future": True}
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(parsed.database)),
+                        exist_ok=True)
+        kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+    elif backend == "postgresql":
+        kwargs["connect_args"] = {"connect_timeout": connect_timeout}
+    elif backend in ("mysql", "mariadb"):
+        kwargs["connect_args"] = {"connect_timeout": connect_timeout}
+        kwargs["pool_recycle"] = 3600
+    engine = sa.create_engine(parsed, **kwargs)
+    if backend == "sqlite":
+        sa.event.listen(engine, "connect", _sqlite_on_connect)
+    return engine
+
+
+def _sqlite_on_connect(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    # WAL lets the agents write while schedulers read the same file.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def get_engine(conf: cfg.ConfigOpts) -> Engine:
+    """The process-wide engine for ``[database] connection``."""
+    url = conf.database.connection
+    with _engines_lock:
+        engine = _engines.get(url)
+        if engine is None:
+            validate_connection_url(url)
+            engine = _new_engine(url, conf.database.connect_timeout)
+            _engines[url] = engine
+        return engine
+
+
+def get_sessionmaker(conf: cfg.ConfigOpts) -> sessionmaker:
+    return sessionmaker(bind=get_engine(conf), expire_on_commit=False)
+
+
+def dispose_engines() -> None:
+    """Close every pooled connection (tests, forked workers)."""
+    with _engines_lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
+
+
+def is_retriable(error: BaseException) -> bool:
+    """True for errors that mean "database unreachable", not "bad data"."""
+    if isinstance(error, RETRIABLE_ERRORS):
+        return True
+    return (isinstance(error, sa_exc.DBAPIError)
+            and error.connection_invalidated)

@@ -1,0 +1,108 @@
+"""SQLAlchemy models: compute nodes and the claims (allocations) on them.
+
+Times are naive UTC. MariaDB keeps microseconds only with ``DATETIME(6)``,
+which incremental cache refreshes and pending-claim checks depend on.
+"""
+
+import datetime
+
+from sqlalchemy import Boolean
+from sqlalchemy import DateTime
+from sqlalchemy import Float
+from sqlalchemy import ForeignKey
+from sqlalchemy import Integer
+from sqlalchemy import String
+from sqlalchemy import Text
+from sqlalchemy import UniqueConstraint
+from sqlalchemy.dialects import mysql
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm import Mapped
+from sqlalchemy.orm import mapped_column
+
+PreciseDateTime = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql",
+                                          "mariadb")
+# MariaDB's TEXT holds 64 KiB; a node's metrics list may grow past it.
+LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+
+
+def utcnow() -> datetime.datetime:
+    """Naive UTC now, the form every timestamp column stores."""
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class ComputeNode(Base):
+    """One hypervisor node, its capacity and its latest metrics report.
+
+    Written by the compute monitor; read by the scheduler. ``generation``
+    is bumped by every claim so that claims can compare-and-swap.
+    """
+
+    __tablename__ = "compute_nodes"
+    __table_args__ = (
+        UniqueConstraint("host", "hypervisor_hostname",
+                         name="uniq_compute_nodes0host0hypervisor_hostname"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
+    host: Mapped[str] = mapped_column(String(255), nullable=False)
+    hypervisor_hostname: Mapped[str] = mapped_column(String(255),
+                                                     nullable=False)
+    cluster: Mapped[str | None] = mapped_column(String(255), index=True)
+    availability_zone: Mapped[str | None] = mapped_column(String(255))
+    vcpus: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    memory_mb: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    local_gb: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    # Measured on the node by the agent; claims live in allocations.
+    memory_mb_used: Mapped[int] = mapped_column(Integer, nullable=False,
+                                                default=0)
+    local_gb_used: Mapped[int] = mapped_column(Integer, nullable=False,
+                                               default=0)
+    # NULL means "use the scheduler's configured ratio".
+    cpu_allocation_ratio: Mapped[float | None] = mapped_column(Float)
+    ram_allocation_ratio: Mapped[float | None] = mapped_column(Float)
+    disk_allocation_ratio: Mapped[float | None] = mapped_column(Float)
+    cpu_info: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
+    networks: Mapped[str] = mapped_column(Text, nullable=False, default="[]")
+    metrics: Mapped[str] = mapped_column(LongText, nullable=False,
+                                         default="[]")
+    metrics_updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        PreciseDateTime)
+    disabled: Mapped[bool] = mapped_column(Boolean, nullable=False,
+                                           default=False)
+    disabled_reason: Mapped[str | None] = mapped_column(String(255))
+    generation: Mapped[int] = mapped_column(Integer, nullable=False,
+                                            default=0)
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow)
+    updated_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow, index=True)
+
+
+class Allocation(Base):
+    """Resources one instance holds on one compute node (a claim).
+
+    ``instance_uuid`` is unique: an instance holds at most one claim, which
+    makes a retried scheduling request idempotent.
+    """
+
+    __tablename__ = "allocations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
+    instance_uuid: Mapped[str] = mapped_column(String(36), unique=True,
+                                               nullable=False)
+    compute_node_id: Mapped[int] = mapped_column(
+        ForeignKey("compute_nodes.id", ondelete="CASCADE"), index=True,
+        nullable=False)
+    vcpus: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    memory_mb: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    disk_gb: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    instance_group: Mapped[str | None] = mapped_column(String(255),
+                                                       index=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow, index=True)

@@ -1,0 +1,18 @@
+"""Exceptions shared by the scheduler, the agent and the CLI."""
+
+
+class SchedulerError(Exception):
+    """Base class of the project's own errors."""
+
+
+class ConfigError(SchedulerError):
+    """A configuration value is unusable; the program exits with code 2."""
+
+    def __init__(self, group: str, option: str, value, expected: str):
+        self.group = group
+        self.option = option
+        self.value = value
+        self.expected = expected
+        super().__init__(
+            f"invalid value {value!r} for [{group}] {option}: "
+            f"expected {expected}")

@@ -1,0 +1,27 @@
+"""Fixtures shared by the unit tests."""
+
+import pytest
+from oslo_config import cfg
+
+from compute_monitor import conf as monitor_conf
+from scheduler.db import api as db_api
+from scheduler.db import migration
+
+
+@pytest.fixture
+def monitor_config(tmp_path) -> cfg.ConfigOpts:
+    """A private ConfigOpts with the agent's options, on a fresh SQLite."""
+    conf = cfg.ConfigOpts()
+    monitor_conf.register_opts(conf)
+    conf([], project="compute_monitor")
+    conf.set_override("connection", f"sqlite:///{tmp_path}/unit.sqlite",
+                      group="database")
+    conf.set_override("host", "node-1")
+    yield conf
+    db_api.dispose_engines()
+
+
+@pytest.fixture
+def synced_monitor_config(monitor_config) -> cfg.ConfigOpts:
+    migration.db_sync(db_api.get_engine(monitor_config))
+    return monitor_config
