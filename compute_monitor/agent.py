@@ -48,13 +48,13 @@ def load_monitors(conf: cfg.ConfigOpts
     def missing(missing_names):
         raise exception.ConfigError(
             "compute_monitor", "monitors", ",".join(sorted(missing_names)),
-            f"entry points of {MONITOR_NAMESPACE}, such as "
+            f"expected entry points of {MONITOR_NAMESPACE}, such as "
             "cpu, memory, network, disk, file")
 
     def failed(_manager, entrypoint, error):
         raise exception.ConfigError(
             "compute_monitor", "monitors", entrypoint.name,
-            f"a monitor that loads (it failed: {error})")
+            f"the monitor failed to load: {error}")
 
     manager = named.NamedExtensionManager(
         MONITOR_NAMESPACE, names, invoke_on_load=True, invoke_args=(conf,),
@@ -289,12 +289,14 @@ class MonitorAgent:
                 node_id = connection.execute(table.insert().values(
                     uuid=str(uuid.uuid4()), metrics="[]", disabled=False,
                     generation=0, memory_mb_used=0, local_gb_used=0,
-                    created_at=now, updated_at=now, **values)
+                    created_at=now, updated_at=now, changed_at=now,
+                    **values)
                 ).inserted_primary_key[0]
                 LOG.info("Registered node %s (%s)", self.hostname, node_id)
             else:
                 connection.execute(table.update().where(
-                    table.c.id == node_id).values(updated_at=now, **values))
+                    table.c.id == node_id).values(updated_at=now,
+                                                  changed_at=now, **values))
         self.node_id = node_id
         return node_id
 
@@ -305,7 +307,8 @@ class MonitorAgent:
             updated = connection.execute(
                 table.update().where(table.c.id == self.node_id).values(
                     metrics=json.dumps(metrics), metrics_updated_at=now,
-                    updated_at=now, **self.measured_usage())).rowcount
+                    updated_at=now, changed_at=now,
+                    **self.measured_usage())).rowcount
         if not updated:
             LOG.warning("Node %s vanished from compute_nodes; registering "
                         "it again", self.hostname)

@@ -8,11 +8,9 @@ class SchedulerError(Exception):
 class ConfigError(SchedulerError):
     """A configuration value is unusable; the program exits with code 2."""
 
-    def __init__(self, group: str, option: str, value, expected: str):
+    def __init__(self, group: str, option: str, value, problem: str):
         self.group = group
         self.option = option
         self.value = value
-        self.expected = expected
         super().__init__(
-            f"invalid value {value!r} for [{group}] {option}: "
-            f"expected {expected}")
+            f"invalid value {value!r} for [{group}] {option}: {problem}")

@@ -8,10 +8,12 @@ from oslo_config import cfg
 
 from scheduler.conf import database
 from scheduler.conf import default
+from scheduler.conf import filter_scheduler
+from scheduler.conf import metrics
 
 CONF = cfg.CONF
 
-_MODULES = (default, database)
+_MODULES = (default, database, filter_scheduler, metrics)
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

@@ -34,7 +34,7 @@ def validate_connection_url(url: str) -> None:
     except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ValueError) as e:
         raise exception.ConfigError(
             "database", "connection", url,
-            "a SQLAlchemy URL such as sqlite:///path, "
+            "expected a SQLAlchemy URL such as sqlite:///path, "
             "postgresql+psycopg://user@host/db or "
             f"mysql+pymysql://user@host/db ({e})") from e
 

@@ -77,10 +77,15 @@ class ComputeNode(Base):
     disabled_reason: Mapped[str | None] = mapped_column(String(255))
     generation: Mapped[int] = mapped_column(Integer, nullable=False,
                                             default=0)
+    # Set by every writer (metrics report, claim, release): schedulers
+    # refresh their host cache from the rows changed since their last look.
+    changed_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow, index=True)
     created_at: Mapped[datetime.datetime] = mapped_column(
         PreciseDateTime, nullable=False, default=utcnow)
+    # Heartbeat: written by the node's agent only.
     updated_at: Mapped[datetime.datetime] = mapped_column(
-        PreciseDateTime, nullable=False, default=utcnow, index=True)
+        PreciseDateTime, nullable=False, default=utcnow)
 
 
 class Allocation(Base):

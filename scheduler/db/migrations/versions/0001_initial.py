@@ -41,14 +41,15 @@ def upgrade() -> None:
         sa.Column("disabled", sa.Boolean, nullable=False),
         sa.Column("disabled_reason", sa.String(255)),
         sa.Column("generation", sa.Integer, nullable=False),
+        sa.Column("changed_at", PreciseDateTime, nullable=False),
         sa.Column("created_at", PreciseDateTime, nullable=False),
         sa.Column("updated_at", PreciseDateTime, nullable=False),
         sa.UniqueConstraint("host", "hypervisor_hostname",
                             name="uniq_compute_nodes0host0hypervisor_hostname"),
     )
     op.create_index("ix_compute_nodes_cluster", "compute_nodes", ["cluster"])
-    op.create_index("ix_compute_nodes_updated_at", "compute_nodes",
-                    ["updated_at"])
+    op.create_index("ix_compute_nodes_changed_at", "compute_nodes",
+                    ["changed_at"])
     op.create_table(
         "allocations",
         sa.Column("id", sa.Integer, primary_key=True),

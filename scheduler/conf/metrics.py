@@ -1,0 +1,96 @@
+"""Options of the [metrics] group: the metrics weigher and its inputs."""
+
+from oslo_config import cfg
+from oslo_config import types
+
+from compute_monitor.base import METRIC_NAME_RE
+
+
+class WeightSetting(types.ConfigType):
+    """``name=ratio, name=ratio`` -> list of (metric name, float ratio)."""
+
+    def __init__(self, type_name: str = "weight setting value"):
+        super().__init__(type_name=type_name)
+
+    def __call__(self, value):
+        if isinstance(value, list):
+            return value
+        pairs = []
+        for item in (p.strip() for p in str(value).split(",")):
+            if not item:
+                continue
+            name, sep, ratio = (s.strip() for s in item.partition("="))
+            if not sep or not METRIC_NAME_RE.match(name):
+                raise ValueError(
+                    f"{item!r} is not name=ratio with a dotted lower-case "
+                    "metric name")
+            try:
+                pairs.append((name, float(ratio)))
+            except ValueError:
+                raise ValueError(
+                    f"ratio {ratio!r} of {name} is not a number "
+                    "(expected name=ratio, e.g. cpu.percent=-1.0)") from None
+        return pairs
+
+    def __repr__(self) -> str:
+        return "WeightSetting"
+
+    def _formatter(self, value) -> str:
+        if isinstance(value, list):
+            return ", ".join(f"{name}={ratio}" for name, ratio in value)
+        return str(value)
+
+
+metrics_group = cfg.OptGroup(
+    "metrics",
+    title="Metrics weigher options",
+    help="How node metrics reported by compute monitors are weighed.",
+)
+
+metrics_opts = [
+    cfg.Opt(
+        "weight_setting",
+        type=WeightSetting(),
+        default=[],
+        help="Metrics to weigh and their ratios, as name=ratio pairs "
+        "separated by commas, e.g. memory.free=1.0, cpu.percent=-1.0. "
+        "A host's raw weight is the sum of value x ratio.",
+    ),
+    cfg.BoolOpt(
+        "required",
+        default=True,
+        help="When true, a host missing a metric of weight_setting (or "
+        "holding a stale one) is removed; when false it is ranked with "
+        "weight_of_unavailable without changing how other hosts compare.",
+    ),
+    cfg.FloatOpt("weight_multiplier", default=1.0,
+                 help="Multiplier of MetricsWeigher."),
+    cfg.FloatOpt(
+        "weight_of_unavailable",
+        default=-10000.0,
+        help="Weight added to a host whose metrics are unavailable when "
+        "required is false.",
+    ),
+    cfg.IntOpt(
+        "max_age",
+        default=300,
+        min=0,
+        help="Seconds after which a reported metric counts as "
+        "unavailable; 0 never expires metrics.",
+    ),
+    cfg.StrOpt(
+        "extra_specs_scope",
+        default="resources",
+        help="Prefix of the flavor extra specs that constrain and weigh "
+        "metrics, e.g. resources:network.rx.bps=<85M.",
+    ),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(metrics_group)
+    conf.register_opts(metrics_opts, group=metrics_group)
+
+
+def list_opts() -> dict:
+    return {metrics_group: metrics_opts}

@@ -1,0 +1,1 @@
+"""Parsing of flavor extra specs (DESIGN §4). Placeholder: see issue 3."""

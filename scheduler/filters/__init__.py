@@ -1,0 +1,44 @@
+"""Filter plugins: hard constraints that remove hosts from consideration.
+
+A filter is a ``BaseHostFilter`` subclass registered in the
+``scheduler.filters`` entry-point namespace under its class name, which is
+the name operators list in ``[filter_scheduler] enabled_filters``.
+"""
+
+import dataclasses
+
+from oslo_config import cfg
+
+from scheduler.host_manager import HostState
+from scheduler.request_spec import RequestSpec
+
+NAMESPACE = "scheduler.filters"
+
+
+@dataclasses.dataclass(frozen=True)
+class Rejection:
+    """Why a filter removed a host.
+
+    ``reason`` is short and the same for every host failing the same way
+    (it is counted in the NoValidHost histogram: "25 RamFilter
+    (insufficient RAM)"); ``detail`` carries this host's numbers for
+    explain output.
+    """
+
+    reason: str
+    detail: str = ""
+
+
+class BaseHostFilter:
+    """Base class of filters; subclasses implement ``reject``."""
+
+    def __init__(self, conf: cfg.ConfigOpts):
+        self.conf = conf
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
+        """None when ``host`` can take one instance of ``spec``."""
+        raise NotImplementedError

@@ -1,0 +1,95 @@
+"""The request being scheduled, as filters and weighers see it.
+
+``RequestSpec.from_dict`` takes the JSON-safe ``request_spec`` of the RPC
+API (DESIGN §5). Schema validation of the wire format happens at the RPC
+boundary; this module turns the dict into attributes and parses the
+``resources:`` extra specs once per request.
+"""
+
+import dataclasses
+
+from scheduler import extra_specs
+
+
+@dataclasses.dataclass
+class Flavor:
+    name: str = ""
+    vcpus: int = 0
+    memory_mb: int = 0
+    root_gb: int = 0
+    ephemeral_gb: int = 0
+    extra_specs: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def disk_gb(self) -> int:
+        return self.root_gb + self.ephemeral_gb
+
+
+@dataclasses.dataclass
+class RequestSpec:
+    flavor: Flavor
+    num_instances: int = 1
+    availability_zone: str | None = None
+    cluster: str | None = None
+    scheduler_hints: dict = dataclasses.field(default_factory=dict)
+    ignore_hosts: list[str] = dataclasses.field(default_factory=list)
+    force_hosts: list[str] = dataclasses.field(default_factory=list)
+    force_nodes: list[str] = dataclasses.field(default_factory=list)
+    requested_networks: list[str] = dataclasses.field(default_factory=list)
+    image_properties: dict = dataclasses.field(default_factory=dict)
+    instance_uuids: list[str] = dataclasses.field(default_factory=list)
+    #: Parsed ``resources:`` extra specs (thresholds and max/min goals).
+    resources: list[extra_specs.ResourceSpec] = dataclasses.field(
+        default_factory=list)
+    #: Hosts already holding members of ``scheduler_hints.group``; filled
+    #: by the scheduler before filtering, as no filter sees all hosts.
+    group_hosts: set[str] = dataclasses.field(default_factory=set)
+
+    @classmethod
+    def from_dict(cls, spec: dict, scope: str = "resources",
+                  instance_uuids: list[str] | None = None) -> "RequestSpec":
+        """Build from the RPC dict; raises InvalidExtraSpec on a bad
+        ``<scope>:`` extra spec."""
+        flavor_dict = dict(spec.get("flavor") or {})
+        flavor = Flavor(
+            name=str(flavor_dict.get("name", "")),
+            vcpus=int(flavor_dict.get("vcpus", 0)),
+            memory_mb=int(flavor_dict.get("memory_mb", 0)),
+            root_gb=int(flavor_dict.get("root_gb", 0)),
+            ephemeral_gb=int(flavor_dict.get("ephemeral_gb", 0)),
+            extra_specs={str(k): str(v) for k, v in
+                         (flavor_dict.get("extra_specs") or {}).items()},
+        )
+        return cls(
+            flavor=flavor,
+            num_instances=int(spec.get("num_instances", 1)),
+            availability_zone=spec.get("availability_zone"),
+            cluster=spec.get("cluster"),
+            scheduler_hints=dict(spec.get("scheduler_hints") or {}),
+            ignore_hosts=list(spec.get("ignore_hosts") or []),
+            force_hosts=list(spec.get("force_hosts") or []),
+            force_nodes=list(spec.get("force_nodes") or []),
+            requested_networks=list(spec.get("requested_networks") or []),
+            image_properties=dict(
+                (spec.get("image") or {}).get("properties") or {}),
+            instance_uuids=list(instance_uuids or []),
+            resources=extra_specs.parse_resource_specs(
+                flavor.extra_specs, scope),
+        )
+
+    @property
+    def group(self) -> str | None:
+        group = self.scheduler_hints.get("group")
+        return str(group) if group else None
+
+    @property
+    def group_policy(self) -> str | None:
+        return self.scheduler_hints.get("group_policy")
+
+    def hint_list(self, name: str) -> list[str]:
+        """A scheduler hint that may be given as one value or a list."""
+        value = self.scheduler_hints.get(name)
+        if value is None:
+            return []
+        return [str(v) for v in value] if isinstance(
+            value, list | tuple) else [str(value)]

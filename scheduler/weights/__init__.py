@@ -1,0 +1,49 @@
+"""Weigher plugins: soft constraints that order the remaining hosts.
+
+A weigher is a ``BaseHostWeigher`` subclass registered in the
+``scheduler.weighers`` entry-point namespace under its class name, which
+is the name operators list in ``[filter_scheduler] weight_classes``.
+The scheduler normalises each weigher's raw weights over the candidate
+hosts (``[filter_scheduler] weight_normalization``), multiplies by the
+weigher's multiplier and sums.
+"""
+
+from collections.abc import Sequence
+
+from oslo_config import cfg
+
+from scheduler.host_manager import HostState
+from scheduler.request_spec import RequestSpec
+
+NAMESPACE = "scheduler.weighers"
+
+
+class BaseHostWeigher:
+    """Base class of weighers; subclasses implement ``raw_weight``."""
+
+    def __init__(self, conf: cfg.ConfigOpts):
+        self.conf = conf
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def multiplier(self, spec: RequestSpec) -> float:
+        """Scales this weigher's normalised weight; negative inverts it."""
+        return 1.0
+
+    def applies(self, spec: RequestSpec) -> bool:
+        """False when this weigher has nothing to say about ``spec``."""
+        return True
+
+    def raw_weight(self, host: HostState, spec: RequestSpec) -> float | None:
+        """Higher is better; None when the host lacks what is weighed."""
+        raise NotImplementedError
+
+    def unavailable_removes_host(self, spec: RequestSpec) -> bool:
+        """True when a host whose raw weight is None must be removed."""
+        return False
+
+    def raw_weights(self, hosts: Sequence[HostState],
+                    spec: RequestSpec) -> list[float | None]:
+        return [self.raw_weight(host, spec) for host in hosts]
