@@ -30,6 +30,20 @@ def _validate(conf: cfg.ConfigOpts) -> None:
     db_api.validate_connection_url(conf.database.connection)
 
 
+def format_row(row: dict) -> str:
+    """A node row as JSON, one line per column and per metric, so the
+    metrics stay readable next to a long cpu_info."""
+    lines = []
+    for key, value in row.items():
+        if key == "metrics":
+            entries = ",\n".join(f"    {json.dumps(m)}" for m in value)
+            lines.append(f'  "metrics": [\n{entries}\n  ]')
+        else:
+            lines.append(f"  {json.dumps(key)}: "
+                         f"{json.dumps(value, default=str)}")
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     monitor_conf.register_opts(CONF)
     CONF.register_cli_opts(cli_opts)
@@ -47,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             detail = str(getattr(e, "orig", None) or e).splitlines()[0]
             print(f"{PROG}: error: {detail}", file=sys.stderr)
             return 1
-        print(json.dumps(agent.node_row(), indent=2, default=str))
+        print(format_row(agent.node_row()))
         return 0
     signal.signal(signal.SIGTERM, lambda *_: agent.stop())
     signal.signal(signal.SIGINT, lambda *_: agent.stop())

@@ -1,0 +1,570 @@
+"""Unit tests of the built-in compute monitor plugins."""
+
+import collections
+import json
+import logging
+import math
+
+import psutil
+import pytest
+from oslo_config import cfg
+from stevedore import driver
+
+import compute_monitor.conf
+from compute_monitor import base
+from compute_monitor.monitors import _delta
+from compute_monitor.monitors import cpu
+from compute_monitor.monitors import disk
+from compute_monitor.monitors import file
+from compute_monitor.monitors import memory
+from compute_monitor.monitors import network
+
+CpuTimes = collections.namedtuple(
+    "CpuTimes", "user nice system idle iowait irq softirq steal guest "
+    "guest_nice", defaults=(0.0,) * 10)
+# As on platforms without iowait/irq (e.g. macOS).
+BareCpuTimes = collections.namedtuple("BareCpuTimes", "user nice system idle")
+NetIO = collections.namedtuple("NetIO", "bytes_sent bytes_recv")
+DiskIO = collections.namedtuple(
+    "DiskIO", "read_count write_count read_bytes write_bytes")
+DiskUsage = collections.namedtuple("DiskUsage", "total used free percent")
+VirtualMemory = collections.namedtuple(
+    "VirtualMemory", "total available percent used free")
+CpuFreq = collections.namedtuple("CpuFreq", "current min max")
+
+
+class FakeClock:
+    """Stands in for the time module inside _delta: sleeping only moves
+    the clock, so the tests never wait."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class Readings:
+    """A psutil function returning the given readings in turn."""
+
+    def __init__(self, *readings) -> None:
+        self.readings = list(readings)
+        self.calls = []
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        reading = self.readings.pop(0)
+        if isinstance(reading, Exception):
+            raise reading
+        return reading
+
+
+@pytest.fixture
+def conf(tmp_path):
+    conf = cfg.ConfigOpts()
+    compute_monitor.conf.register_opts(conf)
+    # No config files or OS_* variables of the machine running the tests.
+    conf([], default_config_files=[], default_config_dirs=[],
+         use_env=False)
+    conf.set_override("file_path", str(tmp_path / "metrics.json"),
+                      group="compute_monitor")
+    conf.set_override("instances_path", str(tmp_path),
+                      group="compute_monitor")
+    return conf
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(_delta, "time", clock)
+    return clock
+
+
+def values(plugin: base.ResourceMonitorPluginBase) -> dict:
+    """get_metrics() as {name: value}, checking the entries' shape."""
+    entries = plugin.get_metrics()
+    names = [entry["name"] for entry in entries]
+    assert len(names) == len(set(names)), names
+    assert set(names) <= plugin.get_metric_names()
+    for entry in entries:
+        assert entry["source"] == plugin.source
+        assert entry["timestamp"].endswith("Z")
+    # One timestamp per sample.
+    assert len({entry["timestamp"] for entry in entries}) <= 1
+    return {entry["name"]: entry["value"] for entry in entries}
+
+
+# DeltaSampler
+
+
+def test_sampler_sleeps_up_to_the_minimum_window_on_a_short_first_call(
+        clock):
+    sampler = _delta.DeltaSampler(Readings(1, 2, 3, 4))
+    clock.now += 0.1
+    assert sampler.sample() == (1, 2, pytest.approx(0.25))
+    assert clock.sleeps == [pytest.approx(0.15)]
+    clock.now += 60
+    assert sampler.sample() == (2, 3, pytest.approx(60))
+    assert len(clock.sleeps) == 1
+    # Back-to-back calls are stretched again.
+    assert sampler.sample() == (3, 4, pytest.approx(0.25))
+    assert clock.sleeps[1] == pytest.approx(0.25)
+
+
+def test_sampler_keeps_its_baseline_when_reading_fails(clock):
+    sampler = _delta.DeltaSampler(Readings(1, OSError("gone"), 2))
+    clock.now += 10
+    with pytest.raises(OSError):
+        sampler.sample()
+    clock.now += 10
+    assert sampler.sample() == (1, 2, pytest.approx(20))
+
+
+def test_increase_never_negative():
+    assert _delta.increase(10, 25) == 15
+    assert _delta.increase(25, 10) == 0
+
+
+# cpu
+
+
+@pytest.fixture
+def cpu_freq(monkeypatch):
+    freq = Readings(*[CpuFreq(2400.5, 800.0, 3600.0)] * 10)
+    monkeypatch.setattr(cpu.psutil, "cpu_freq", freq)
+    return freq
+
+
+def make_cpu(monkeypatch, conf, *times):
+    monkeypatch.setattr(cpu.psutil, "cpu_times", Readings(*times))
+    return cpu.CpuMonitor(conf)
+
+
+def test_cpu_percentages_from_the_delta_of_two_samples(
+        monkeypatch, conf, clock, cpu_freq):
+    plugin = make_cpu(
+        monkeypatch, conf,
+        CpuTimes(user=100, system=20, idle=500, iowait=5, irq=1, softirq=2),
+        CpuTimes(user=130, system=30, idle=550, iowait=15, irq=1,
+                 softirq=2))
+    clock.now += 60
+    got = values(plugin)
+    assert got == {
+        "cpu.frequency": 2400.5,
+        "cpu.user.time": 130,
+        "cpu.kernel.time": 33,
+        "cpu.idle.time": 550,
+        "cpu.iowait.time": 15,
+        "cpu.user.percent": pytest.approx(30.0),
+        "cpu.kernel.percent": pytest.approx(10.0),
+        "cpu.idle.percent": pytest.approx(50.0),
+        "cpu.iowait.percent": pytest.approx(10.0),
+        "cpu.percent": pytest.approx(40.0),
+    }
+    assert plugin.source == "psutil.cpu"
+
+
+def test_cpu_percentages_are_not_truncated(monkeypatch, conf, clock,
+                                           cpu_freq):
+    plugin = make_cpu(monkeypatch, conf, CpuTimes(),
+                      CpuTimes(user=37.25, nice=0.5, idle=62.25))
+    clock.now += 1
+    got = values(plugin)
+    assert got["cpu.user.percent"] == pytest.approx(37.25)
+    # nice and steal are busy time though neither user nor kernel.
+    assert got["cpu.percent"] == pytest.approx(37.75)
+
+
+def test_cpu_kernel_includes_interrupts(monkeypatch, conf, clock, cpu_freq):
+    plugin = make_cpu(monkeypatch, conf, CpuTimes(),
+                      CpuTimes(system=10, irq=5, softirq=5, idle=80))
+    clock.now += 1
+    got = values(plugin)
+    assert got["cpu.kernel.time"] == 20
+    assert got["cpu.kernel.percent"] == pytest.approx(20.0)
+    assert got["cpu.percent"] == pytest.approx(20.0)
+
+
+def test_cpu_guest_time_is_not_counted_twice(monkeypatch, conf, clock,
+                                             cpu_freq):
+    # Linux reports guest time inside user as well.
+    plugin = make_cpu(monkeypatch, conf, CpuTimes(),
+                      CpuTimes(user=60, guest=40, idle=40))
+    clock.now += 1
+    got = values(plugin)
+    assert got["cpu.user.percent"] == pytest.approx(60.0)
+    assert got["cpu.percent"] == pytest.approx(60.0)
+
+
+def test_cpu_later_calls_use_the_previous_sample_as_baseline(
+        monkeypatch, conf, clock, cpu_freq):
+    plugin = make_cpu(monkeypatch, conf,
+                      CpuTimes(), CpuTimes(user=50, idle=50),
+                      CpuTimes(user=60, idle=140))
+    clock.now += 60
+    assert values(plugin)["cpu.percent"] == pytest.approx(50.0)
+    clock.now += 60
+    assert values(plugin)["cpu.percent"] == pytest.approx(10.0)
+
+
+def test_cpu_without_elapsed_ticks_reports_no_percentages(
+        monkeypatch, conf, clock, cpu_freq):
+    plugin = make_cpu(monkeypatch, conf, CpuTimes(user=5, idle=5),
+                      CpuTimes(user=5, idle=5))
+    clock.now += 60
+    got = values(plugin)
+    assert not any(name.endswith("percent") for name in got)
+    assert got["cpu.user.time"] == 5
+
+
+def test_cpu_counter_stepping_back_counts_as_zero(monkeypatch, conf, clock,
+                                                  cpu_freq):
+    # Linux's iowait is known to decrease occasionally.
+    plugin = make_cpu(monkeypatch, conf, CpuTimes(iowait=10),
+                      CpuTimes(user=25, idle=75, iowait=8))
+    clock.now += 1
+    got = values(plugin)
+    assert got["cpu.iowait.percent"] == 0
+    assert got["cpu.percent"] == pytest.approx(25.0)
+
+
+def test_cpu_without_iowait_field(monkeypatch, conf, clock, cpu_freq):
+    plugin = make_cpu(monkeypatch, conf, BareCpuTimes(0, 0, 0, 0),
+                      BareCpuTimes(user=20, nice=0, system=5, idle=75))
+    clock.now += 1
+    got = values(plugin)
+    assert got["cpu.iowait.time"] == 0
+    assert got["cpu.iowait.percent"] == 0
+    assert got["cpu.kernel.time"] == 5
+    assert got["cpu.percent"] == pytest.approx(25.0)
+
+
+@pytest.mark.parametrize("freq", [
+    Readings(None),
+    Readings(CpuFreq(0.0, 0.0, 0.0)),
+    pytest.param(FileNotFoundError, id="raises"),
+])
+def test_cpu_frequency_left_out_when_unavailable(monkeypatch, conf, clock,
+                                                 freq):
+    if freq is FileNotFoundError:
+        def freq():
+            raise FileNotFoundError("/sys/devices/system/cpu/cpufreq")
+    monkeypatch.setattr(cpu.psutil, "cpu_freq", freq)
+    plugin = make_cpu(monkeypatch, conf, CpuTimes(),
+                      CpuTimes(user=1, idle=1))
+    got = values(plugin)
+    assert "cpu.frequency" not in got
+    assert got["cpu.percent"] == pytest.approx(50.0)
+
+
+# memory
+
+
+def test_memory(monkeypatch, conf):
+    monkeypatch.setattr(memory.psutil, "virtual_memory", Readings(
+        VirtualMemory(total=16 << 30, available=10 << 30, percent=37.5,
+                      used=5 << 30, free=2 << 30)))
+    plugin = memory.MemoryMonitor(conf)
+    got = values(plugin)
+    assert got == {"memory.total": 16 << 30, "memory.used": 5 << 30,
+                   "memory.free": 2 << 30, "memory.available": 10 << 30,
+                   "memory.percent": 37.5}
+    assert set(got) == plugin.get_metric_names()
+
+
+# network
+
+
+def make_network(monkeypatch, conf, *readings):
+    counters = Readings(*readings)
+    monkeypatch.setattr(network.psutil, "net_io_counters", counters)
+    return network.NetworkMonitor(conf), counters
+
+
+def test_network_rates_summed_over_nics_without_loopback(
+        monkeypatch, conf, clock):
+    plugin, counters = make_network(
+        monkeypatch, conf,
+        {"lo": NetIO(0, 0), "eth0": NetIO(1000, 5000),
+         "eth1": NetIO(0, 0)},
+        {"lo": NetIO(10**9, 10**9), "eth0": NetIO(3000, 9000),
+         "eth1": NetIO(2000, 6000)})
+    clock.now += 2
+    got = values(plugin)
+    assert got == {"network.rx.bps": pytest.approx(5000.0),
+                   "network.tx.bps": pytest.approx(2000.0)}
+    assert counters.calls[-1] == ((), {"pernic": True})
+    assert clock.sleeps == []
+
+
+def test_network_first_short_cycle_waits_for_a_meaningful_window(
+        monkeypatch, conf, clock):
+    plugin, _ = make_network(monkeypatch, conf, {"eth0": NetIO(0, 0)},
+                             {"eth0": NetIO(0, 500)})
+    got = values(plugin)
+    assert clock.sleeps == [pytest.approx(0.25)]
+    assert got["network.rx.bps"] == pytest.approx(2000.0)
+
+
+def test_network_counter_reset_and_vanished_nic_never_go_negative(
+        monkeypatch, conf, clock):
+    plugin, _ = make_network(
+        monkeypatch, conf,
+        {"eth0": NetIO(10**6, 10**6), "eth1": NetIO(100, 100),
+         "tap0": NetIO(10**7, 10**7)},
+        # eth0 was reset, tap0 disappeared, eth1 moved on normally.
+        {"eth0": NetIO(50, 50), "eth1": NetIO(300, 500)})
+    clock.now += 1
+    got = values(plugin)
+    assert got == {"network.rx.bps": pytest.approx(400.0),
+                   "network.tx.bps": pytest.approx(200.0)}
+
+
+def test_network_new_nic_counts_from_its_second_sample(monkeypatch, conf,
+                                                       clock):
+    plugin, _ = make_network(
+        monkeypatch, conf,
+        {"eth0": NetIO(0, 0)},
+        {"eth0": NetIO(0, 0), "tap1": NetIO(10**9, 10**9)},
+        {"eth0": NetIO(0, 0), "tap1": NetIO(10**9 + 100, 10**9 + 200)})
+    clock.now += 1
+    assert values(plugin)["network.rx.bps"] == 0
+    clock.now += 1
+    got = values(plugin)
+    assert got["network.rx.bps"] == pytest.approx(200.0)
+    assert got["network.tx.bps"] == pytest.approx(100.0)
+
+
+# disk
+
+
+def make_disk(monkeypatch, conf, *io):
+    monkeypatch.setattr(disk.psutil, "disk_io_counters", Readings(*io))
+    usage = Readings(*[DiskUsage(total=100 << 30, used=25 << 30,
+                                 free=75 << 30, percent=25.0)] * 5)
+    monkeypatch.setattr(disk.psutil, "disk_usage", usage)
+    return disk.DiskMonitor(conf), usage
+
+
+def test_disk_rates_and_usage_of_instances_path(monkeypatch, conf, clock,
+                                                tmp_path):
+    plugin, usage = make_disk(monkeypatch, conf,
+                              DiskIO(10, 20, 4096, 8192),
+                              DiskIO(30, 60, 4096 + 40960, 8192 + 81920))
+    clock.now += 10
+    got = values(plugin)
+    assert got == {"disk.read.bps": pytest.approx(4096.0),
+                   "disk.write.bps": pytest.approx(8192.0),
+                   "disk.iops": pytest.approx(6.0),
+                   "disk.total": 100 << 30, "disk.used": 25 << 30,
+                   "disk.free": 75 << 30, "disk.percent": 25.0}
+    assert set(got) == plugin.get_metric_names()
+    assert usage.calls == [((str(tmp_path),), {})]
+
+
+def test_disk_without_io_counters_reports_usage_only(monkeypatch, conf,
+                                                     clock):
+    plugin, _ = make_disk(monkeypatch, conf, None, None)
+    clock.now += 10
+    got = values(plugin)
+    assert set(got) == {"disk.total", "disk.used", "disk.free",
+                        "disk.percent"}
+
+
+def test_disk_counters_going_backwards_count_as_zero(monkeypatch, conf,
+                                                     clock):
+    plugin, _ = make_disk(monkeypatch, conf, DiskIO(100, 100, 10**6, 10**6),
+                          DiskIO(50, 150, 10**5, 2 * 10**6))
+    clock.now += 1
+    got = values(plugin)
+    assert got["disk.read.bps"] == 0
+    assert got["disk.write.bps"] == pytest.approx(10**6)
+    assert got["disk.iops"] == pytest.approx(50.0)
+
+
+def test_disk_bad_instances_path_keeps_io_rates(monkeypatch, conf, clock,
+                                                tmp_path, caplog):
+    missing = str(tmp_path / "nope")
+    conf.set_override("instances_path", missing, group="compute_monitor")
+    monkeypatch.setattr(disk.psutil, "disk_io_counters",
+                        Readings(DiskIO(0, 0, 0, 0), DiskIO(1, 1, 1, 1)))
+    plugin = disk.DiskMonitor(conf)
+    clock.now += 1
+    with caplog.at_level(logging.WARNING):
+        got = values(plugin)
+    assert set(got) == {"disk.read.bps", "disk.write.bps", "disk.iops"}
+    assert missing in caplog.text
+
+
+# file
+
+
+def file_warnings(caplog) -> list[str]:
+    return [record.getMessage() for record in caplog.records
+            if record.name == file.__name__
+            and record.levelno == logging.WARNING]
+
+
+@pytest.fixture
+def metrics_file(conf):
+    return conf.compute_monitor.file_path
+
+
+def write(path, data) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(data if isinstance(data, str) else json.dumps(data))
+
+
+def test_file_object_form(conf, metrics_file):
+    write(metrics_file, {"gpu.count": 4, "rack.power.watts": 512.5})
+    plugin = file.FileMonitor(conf)
+    assert plugin.get_metric_names() == set()
+    assert values(plugin) == {"gpu.count": 4, "rack.power.watts": 512.5}
+    assert plugin.get_metric_names() == {"gpu.count", "rack.power.watts"}
+    assert plugin.source == "file:" + metrics_file
+
+
+def test_file_list_form(conf, metrics_file):
+    write(metrics_file, [
+        {"name": "gpu.count", "value": 2},
+        {"name": "temp.inlet", "value": 21.5,
+         "timestamp": "2024-05-01T10:00:00Z"}])
+    plugin = file.FileMonitor(conf)
+    entries = plugin.get_metrics()
+    assert [(e["name"], e["value"]) for e in entries] == [
+        ("gpu.count", 2), ("temp.inlet", 21.5)]
+    assert entries[0]["timestamp"].endswith("Z")
+    assert entries[0]["timestamp"] != "2024-05-01T10:00:00Z"
+    assert entries[1]["timestamp"] == "2024-05-01T10:00:00Z"
+    assert {e["source"] for e in entries} == {"file:" + metrics_file}
+    assert plugin.get_metric_names() == {"gpu.count", "temp.inlet"}
+
+
+def test_file_missing_logs_one_warning(conf, metrics_file, caplog):
+    plugin = file.FileMonitor(conf)
+    with caplog.at_level(logging.WARNING):
+        assert plugin.get_metrics() == []
+    warnings = file_warnings(caplog)
+    assert len(warnings) == 1
+    assert metrics_file in warnings[0]
+    assert "No such file" in warnings[0]
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("{not json", "Expecting property name"),
+    ("", "Expecting value"),
+    ('"just a string"', "str"),
+    ("42", "int"),
+    ("null", "NoneType"),
+])
+def test_file_malformed_logs_a_warning(conf, metrics_file, caplog, content,
+                                       problem):
+    write(metrics_file, content)
+    plugin = file.FileMonitor(conf)
+    with caplog.at_level(logging.WARNING):
+        assert plugin.get_metrics() == []
+    warnings = file_warnings(caplog)
+    assert len(warnings) == 1
+    assert metrics_file in warnings[0]
+    assert problem in warnings[0]
+
+
+def test_file_not_utf8_logs_a_warning(conf, metrics_file, caplog):
+    with open(metrics_file, "wb") as f:
+        f.write(b'{"a": 1, "\xff": 2}')
+    with caplog.at_level(logging.WARNING):
+        assert file.FileMonitor(conf).get_metrics() == []
+    assert len(file_warnings(caplog)) == 1
+
+
+def test_file_is_read_again_on_every_call(conf, metrics_file, caplog):
+    plugin = file.FileMonitor(conf)
+    write(metrics_file, {"a.one": 1})
+    assert values(plugin) == {"a.one": 1}
+    write(metrics_file, [{"name": "b.two", "value": 2.5}])
+    assert values(plugin) == {"b.two": 2.5}
+    assert plugin.get_metric_names() == {"b.two"}
+    write(metrics_file, "[broken")
+    with caplog.at_level(logging.WARNING):
+        assert plugin.get_metrics() == []
+    # Names of the last successful read survive a failed one.
+    assert plugin.get_metric_names() == {"b.two"}
+    write(metrics_file, {})
+    assert plugin.get_metrics() == []
+    assert plugin.get_metric_names() == set()
+
+
+def test_file_passes_bad_entries_through_without_crashing(conf,
+                                                          metrics_file):
+    write(metrics_file, [
+        {"name": "ok.metric", "value": 1},
+        {"name": 7, "value": 1},
+        {"name": ["un", "hashable"], "value": 1},
+        {"name": "flag", "value": True},
+        {"name": "text", "value": "high"},
+        {"name": "no.value"},
+        "not an object",
+        None,
+    ])
+    plugin = file.FileMonitor(conf)
+    entries = plugin.get_metrics()
+    assert len(entries) == 8
+    assert entries[1]["name"] == 7
+    assert entries[3]["value"] is True
+    assert entries[5] == {"name": "no.value"}
+    assert entries[6:] == ["not an object", None]
+    assert plugin.get_metric_names() == {"ok.metric", "flag", "text",
+                                         "no.value"}
+
+    write(metrics_file, {"bool.value": False, "obj.value": {"x": 1}})
+    assert values(plugin) == {"bool.value": False, "obj.value": {"x": 1}}
+
+
+def test_file_follows_a_changed_file_path(conf, tmp_path):
+    other = str(tmp_path / "other.json")
+    write(other, {"x": 1})
+    plugin = file.FileMonitor(conf)
+    conf.set_override("file_path", other, group="compute_monitor")
+    assert values(plugin) == {"x": 1}
+    assert plugin.source == "file:" + other
+
+
+# All plugins for real, loaded the way the agent loads them
+
+
+def test_builtin_plugins_measure_this_machine(conf, metrics_file):
+    write(metrics_file, {"file.test": 1.5})
+    names = ["cpu", "memory", "network", "disk", "file"]
+    plugins = {name: driver.DriverManager(
+        "compute_monitor.monitors", name, invoke_on_load=True,
+        invoke_args=(conf,)).driver for name in names}
+    results = {}
+    # Only the first delta plugin has to wait for the minimum window; the
+    # others' baselines are old enough by then.
+    for name, plugin in plugins.items():
+        assert isinstance(plugin, base.ResourceMonitorPluginBase)
+        results[name] = plugin.get_metrics()
+    for name, entries in results.items():
+        plugin = plugins[name]
+        assert entries, name
+        for entry in entries:
+            assert entry["name"] in plugin.get_metric_names(), entry
+            assert base.METRIC_NAME_RE.match(entry["name"]), entry
+            value = entry["value"]
+            assert isinstance(value, int | float), entry
+            assert not isinstance(value, bool), entry
+            assert math.isfinite(value), entry
+    got = {name: {e["name"] for e in entries}
+           for name, entries in results.items()}
+    assert "cpu.percent" in got["cpu"]
+    assert got["memory"] == plugins["memory"].get_metric_names()
+    assert got["network"] == {"network.rx.bps", "network.tx.bps"}
+    assert {"disk.total", "disk.percent"} <= got["disk"]
+    if psutil.disk_io_counters() is not None:
+        assert "disk.iops" in got["disk"]
+    assert got["file"] == {"file.test"}
