@@ -5,11 +5,14 @@ from oslo_config import cfg
 from scheduler.conf import database
 from scheduler.conf import default
 
-compute_monitor_group = cfg.OptGroup(
-    "compute_monitor",
-    title="Compute monitor options",
-    help="What the agent measures on this node and how it registers it.",
-)
+
+def _group() -> cfg.OptGroup:
+    return cfg.OptGroup(
+        "compute_monitor",
+        title="Compute monitor options",
+        help="What the agent measures on this node and how it registers it.",
+    )
+
 
 monitor_opts = [
     cfg.ListOpt(
@@ -86,13 +89,13 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register the agent's options plus the shared [DEFAULT]/[database]."""
     default.register_opts(conf)
     database.register_opts(conf)
-    conf.register_group(compute_monitor_group)
-    conf.register_opts(monitor_opts + node_opts, group=compute_monitor_group)
+    conf.register_group(_group())
+    conf.register_opts(monitor_opts + node_opts, group="compute_monitor")
 
 
 def list_opts() -> list:
     return [
         ("DEFAULT", default.default_opts),
-        (database.database_group, database.database_opts),
-        (compute_monitor_group, monitor_opts + node_opts),
+        (database._group(), database.database_opts),
+        (_group(), monitor_opts + node_opts),
     ]

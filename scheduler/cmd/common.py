@@ -66,6 +66,8 @@ def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
     line on stderr naming the option, the value and what was expected.
     """
     logging.register_options(conf)
+    # stdout carries command output (rows, tables, JSON); logs go apart.
+    conf.set_default("use_stderr", True)
     logging.set_defaults(default_log_levels=logging.get_default_log_levels()
                          + ["alembic=WARN", "stevedore=WARN"])
     try:

@@ -1,7 +1,9 @@
 """Configuration of the scheduler service and tools (oslo.config).
 
 Each module registers one group; ``register_opts`` registers them all on a
-``ConfigOpts`` object so that tests can use a private one.
+``ConfigOpts`` object so that tests can use a private one. Modules build a
+new ``OptGroup`` per registration: oslo.config copies a group shallowly,
+so one shared group object would leak overrides between ConfigOpts.
 """
 
 from oslo_config import cfg

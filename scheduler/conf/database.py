@@ -2,11 +2,14 @@
 
 from oslo_config import cfg
 
-database_group = cfg.OptGroup(
-    "database",
-    title="Database options",
-    help="The SQL database shared by compute monitors and schedulers.",
-)
+
+def _group() -> cfg.OptGroup:
+    return cfg.OptGroup(
+        "database",
+        title="Database options",
+        help="The SQL database shared by compute monitors and schedulers.",
+    )
+
 
 database_opts = [
     cfg.StrOpt(
@@ -36,9 +39,9 @@ database_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(database_group)
-    conf.register_opts(database_opts, group=database_group)
+    conf.register_group(_group())
+    conf.register_opts(database_opts, group="database")
 
 
 def list_opts() -> dict:
-    return {database_group: database_opts}
+    return {_group(): database_opts}

@@ -2,12 +2,14 @@
 
 from oslo_config import cfg
 
-filter_scheduler_group = cfg.OptGroup(
-    "filter_scheduler",
-    title="Filter scheduler options",
-    help="Which filters and weighers run, how weights are normalised and "
+
+def _group() -> cfg.OptGroup:
+    return cfg.OptGroup(
+        "filter_scheduler",
+        title="Filter scheduler options",
+        help="Which filters and weighers run, how weights are normalised and "
     "how the final host is picked.",
-)
+    )
 
 DEFAULT_FILTERS = [
     "ComputeFilter",
@@ -144,9 +146,9 @@ filter_scheduler_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(filter_scheduler_group)
-    conf.register_opts(filter_scheduler_opts, group=filter_scheduler_group)
+    conf.register_group(_group())
+    conf.register_opts(filter_scheduler_opts, group="filter_scheduler")
 
 
 def list_opts() -> dict:
-    return {filter_scheduler_group: filter_scheduler_opts}
+    return {_group(): filter_scheduler_opts}

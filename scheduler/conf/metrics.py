@@ -41,11 +41,13 @@ class WeightSetting(types.ConfigType):
         return str(value)
 
 
-metrics_group = cfg.OptGroup(
-    "metrics",
-    title="Metrics weigher options",
-    help="How node metrics reported by compute monitors are weighed.",
-)
+def _group() -> cfg.OptGroup:
+    return cfg.OptGroup(
+        "metrics",
+        title="Metrics weigher options",
+        help="How node metrics reported by compute monitors are weighed.",
+    )
+
 
 metrics_opts = [
     cfg.Opt(
@@ -88,9 +90,9 @@ metrics_opts = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(metrics_group)
-    conf.register_opts(metrics_opts, group=metrics_group)
+    conf.register_group(_group())
+    conf.register_opts(metrics_opts, group="metrics")
 
 
 def list_opts() -> dict:
-    return {metrics_group: metrics_opts}
+    return {_group(): metrics_opts}
