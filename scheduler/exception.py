@@ -14,3 +14,11 @@ class ConfigError(SchedulerError):
         self.value = value
         super().__init__(
             f"invalid value {value!r} for [{group}] {option}: {problem}")
+
+
+class InvalidRequest(SchedulerError):
+    """The request spec is malformed; the message names the field."""
+
+
+class NoValidHost(SchedulerError):
+    """No host passed the filters; the message is the histogram of why."""

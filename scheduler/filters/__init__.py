@@ -39,6 +39,15 @@ class BaseHostFilter:
     def name(self) -> str:
         return type(self).__name__
 
+    def applies(self, spec: RequestSpec) -> bool:
+        """False when the request gives this filter nothing to check, so
+        the scheduler skips it for every host."""
+        return True
+
+    def validate_request(self, spec: RequestSpec) -> None:
+        """Raise InvalidRequest-style errors for malformed input the
+        filter reads (once per request, before any host is checked)."""
+
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
         """None when ``host`` can take one instance of ``spec``."""
         raise NotImplementedError

@@ -1,0 +1,18 @@
+"""ClusterFilter: honour the request's cluster."""
+
+from scheduler.filters import BaseHostFilter
+from scheduler.filters import Rejection
+from scheduler.host_manager import HostState
+from scheduler.request_spec import RequestSpec
+
+
+class ClusterFilter(BaseHostFilter):
+    """When the request sets ``cluster``, rejects hosts of any other
+    cluster (or of none); without it every host passes."""
+
+    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
+        wanted = spec.cluster
+        if not wanted or host.cluster == wanted:
+            return None
+        return Rejection(f"not in cluster {wanted}",
+                         f"host is in {host.cluster or 'no cluster'}")

@@ -1,0 +1,18 @@
+"""NumInstancesFilter: cap the number of instances per host."""
+
+from scheduler.filters import BaseHostFilter
+from scheduler.filters import Rejection
+from scheduler.host_manager import HostState
+from scheduler.request_spec import RequestSpec
+
+
+class NumInstancesFilter(BaseHostFilter):
+    """Rejects hosts already running ``[filter_scheduler]
+    max_instances_per_host`` instances or more."""
+
+    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
+        limit = self.conf.filter_scheduler.max_instances_per_host
+        if host.num_instances < limit:
+            return None
+        return Rejection("too many instances",
+                         f"{host.num_instances} instances, limit {limit}")
