@@ -1,0 +1,17 @@
+"""CPUWeigher: prefer hosts with more free vCPUs."""
+
+from scheduler.host_manager import HostState
+from scheduler.request_spec import RequestSpec
+from scheduler.weights import BaseHostWeigher
+
+
+class CPUWeigher(BaseHostWeigher):
+    """Weighs free vCPUs (vcpus x cpu_allocation_ratio minus claims).
+    ``[filter_scheduler] cpu_weight_multiplier`` > 0 spreads instances
+    over hosts, < 0 stacks them."""
+
+    def multiplier(self, spec: RequestSpec) -> float:
+        return self.conf.filter_scheduler.cpu_weight_multiplier
+
+    def raw_weight(self, host: HostState, spec: RequestSpec) -> float:
+        return float(host.free_vcpus)

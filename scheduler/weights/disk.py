@@ -1,0 +1,17 @@
+"""DiskWeigher: prefer hosts with more free local disk."""
+
+from scheduler.host_manager import HostState
+from scheduler.request_spec import RequestSpec
+from scheduler.weights import BaseHostWeigher
+
+
+class DiskWeigher(BaseHostWeigher):
+    """Weighs free local disk in GB (local_gb x disk_allocation_ratio
+    minus claims). ``[filter_scheduler] disk_weight_multiplier`` > 0
+    spreads instances over hosts, < 0 stacks them."""
+
+    def multiplier(self, spec: RequestSpec) -> float:
+        return self.conf.filter_scheduler.disk_weight_multiplier
+
+    def raw_weight(self, host: HostState, spec: RequestSpec) -> float:
+        return float(host.free_disk_gb)

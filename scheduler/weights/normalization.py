@@ -1,0 +1,147 @@
+"""Normalisation of one weigher's raw weights over the candidate hosts.
+
+Weighers report raw weights in their own units (MB of RAM, vCPUs, bytes
+per second...). Summed as they are, the weigher with the largest numbers
+wins whatever the multipliers say, so ``[filter_scheduler]
+weight_normalization`` first puts every weigher on a comparable scale:
+
+``minmax`` (Nova)
+    ``(v - min) / (max - min)`` over the available values: the worst host
+    gets 0.0, the best 1.0. All values equal (or one host): 0.0 for all.
+``rank`` (oVirt)
+    The host's rank among the available candidates, higher is better:
+    ``(n - 1) - (number of hosts with a strictly better raw weight)``.
+    The brief asked for worst = 1 .. best = n; the oVirt seed defines the
+    rank as the number of hosts better than the ranked one (0 for the
+    best, lower is better) and its RankSelector log shows the mirror of
+    that (higher is better, tied hosts share the upper rank), so we
+    follow the seed: the best host gets ``n - 1``, a lone worst host 0,
+    and hosts that tie share the rank of the best of them. The offset
+    only matters against ``weight_of_unavailable``: like ``minmax``, the
+    worst available host scores 0.
+``hardmax`` (oVirt hard maximum)
+    ``v / maximum`` clamped to [-1, 1], ``maximum`` being the weigher's
+    entry of ``[filter_scheduler] weight_maximums``. A weigher without
+    one falls back to the oVirt *dynamic maximum*: the largest absolute
+    available value (all zero: 0.0 for all).
+``none``
+    The raw weight unchanged.
+
+A host whose raw weight is None (it lacks what is weighed) stays None and
+takes no part in the scaling: the scheduler gives it ``[metrics]
+weight_of_unavailable`` instead of ``multiplier x normalised``. So an
+unavailable host can never squash or stretch how the available hosts
+compare (Nova let the unavailable value into the min/max and crushed
+everyone else's spread to ~0).
+
+Worked example: free RAM of three hosts, plus a fourth whose value is
+unavailable, RAMWeigher:8192 in ``weight_maximums`` for ``hardmax``::
+
+    host  raw    minmax  rank  hardmax (8192)  hardmax (dynamic)  none
+    A     1024   0.0     0     0.125           0.25               1024
+    B     2048   0.333   1     0.25            0.5                2048
+    C     4096   1.0     2     0.5             1.0                4096
+    D     None   None    None  None            None               None
+
+Each number is then multiplied by the weigher's multiplier and summed
+with the other weighers' (D gets ``weight_of_unavailable``, -10000 by
+default); the numbers of A, B and C are the same without D. With ties,
+raw (5, 5, 1) ranks (2, 2, 0) and raw (5, 1, 1) ranks (2, 1, 1).
+"""
+
+import bisect
+import math
+from collections.abc import Sequence
+
+from oslo_config import cfg
+
+from scheduler import exception
+
+MODES = ("minmax", "rank", "hardmax", "none")
+
+_GROUP = "filter_scheduler"
+_OPTION = "weight_maximums"
+_EXPECTED = "expected WeigherName:number pairs"
+
+
+def normalize(mode: str, raw: Sequence[float | None],
+              maximum: float | None = None) -> list[float | None]:
+    """Normalise ``raw`` (one weigher, one value per candidate host, None
+    for unavailable) with ``mode``; None stays None at its position.
+
+    ``maximum`` is only used by ``hardmax``; it must be positive.
+    """
+    available = [v for v in raw if v is not None]
+    if mode == "minmax":
+        scale = _minmax(available)
+    elif mode == "rank":
+        scale = _rank(available)
+    elif mode == "hardmax":
+        scale = _hardmax(available, maximum)
+    elif mode == "none":
+        return list(raw)
+    else:
+        raise ValueError(
+            f"unknown weight normalization {mode!r}; expected one of "
+            f"{', '.join(MODES)}")
+    return [None if v is None else scale(v) for v in raw]
+
+
+def _minmax(available: list[float]):
+    low = min(available, default=0.0)
+    high = max(available, default=0.0)
+    spread = high - low
+    if spread == 0:
+        return lambda v: 0.0
+    return lambda v: (v - low) / spread
+
+
+def _rank(available: list[float]):
+    ordered = sorted(available)
+    n = len(ordered)
+
+    def rank(v: float) -> float:
+        # Only strictly better hosts push v down, so ties share a rank.
+        better = n - bisect.bisect_right(ordered, v)
+        return float(n - 1 - better)
+    return rank
+
+
+def _hardmax(available: list[float], maximum: float | None):
+    if maximum is None:
+        maximum = max((abs(v) for v in available), default=0.0)
+        if maximum == 0:
+            return lambda v: 0.0
+    elif not (math.isfinite(maximum) and maximum > 0):
+        raise ValueError(f"hardmax maximum must be positive, not {maximum}")
+    return lambda v: min(max(v / maximum, -1.0), 1.0)
+
+
+def _parse_maximum(value) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise exception.ConfigError(
+            _GROUP, _OPTION, value, _EXPECTED) from None
+    if not (math.isfinite(number) and number > 0):
+        raise exception.ConfigError(
+            _GROUP, _OPTION, value,
+            f"{_EXPECTED} with positive finite numbers")
+    return number
+
+
+def weight_maximum(conf: cfg.ConfigOpts, weigher_name: str) -> float | None:
+    """The configured hardmax maximum of ``weigher_name``, or None (use
+    the dynamic maximum). Raises ConfigError on a malformed value."""
+    value = conf.filter_scheduler.weight_maximums.get(weigher_name)
+    if value is None:
+        return None
+    return _parse_maximum(value)
+
+
+def validate_weight_maximums(conf: cfg.ConfigOpts) -> dict[str, float]:
+    """Check every ``weight_maximums`` entry at start-up, so that a typo
+    stops the service instead of failing the first request; returns the
+    parsed maxima by weigher name."""
+    return {name: _parse_maximum(value) for name, value in
+            conf.filter_scheduler.weight_maximums.items()}

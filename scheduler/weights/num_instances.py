@@ -1,0 +1,18 @@
+"""NumInstancesWeigher: weigh hosts by how many instances they run."""
+
+from scheduler.host_manager import HostState
+from scheduler.request_spec import RequestSpec
+from scheduler.weights import BaseHostWeigher
+
+
+class NumInstancesWeigher(BaseHostWeigher):
+    """Weighs the number of instances on the host.
+    ``[filter_scheduler] num_instances_weight_multiplier`` > 0 packs
+    instances onto busy hosts, < 0 prefers quiet ones; the default 0.0
+    leaves it without effect."""
+
+    def multiplier(self, spec: RequestSpec) -> float:
+        return self.conf.filter_scheduler.num_instances_weight_multiplier
+
+    def raw_weight(self, host: HostState, spec: RequestSpec) -> float:
+        return float(host.num_instances)

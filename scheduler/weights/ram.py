@@ -1,0 +1,17 @@
+"""RAMWeigher: prefer hosts with more free RAM."""
+
+from scheduler.host_manager import HostState
+from scheduler.request_spec import RequestSpec
+from scheduler.weights import BaseHostWeigher
+
+
+class RAMWeigher(BaseHostWeigher):
+    """Weighs free RAM in MB (capacity x ram_allocation_ratio minus
+    claims). ``[filter_scheduler] ram_weight_multiplier`` > 0 spreads
+    instances over hosts, < 0 stacks them."""
+
+    def multiplier(self, spec: RequestSpec) -> float:
+        return self.conf.filter_scheduler.ram_weight_multiplier
+
+    def raw_weight(self, host: HostState, spec: RequestSpec) -> float:
+        return float(host.free_ram_mb)
