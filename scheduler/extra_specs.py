@@ -26,7 +26,7 @@ import operator
 import re
 
 from compute_monitor.base import METRIC_NAME_RE
-from scheduler.exception import SchedulerError
+from scheduler.exception import InvalidRequest
 
 #: Multipliers of the quantity suffixes, by lower-case suffix.
 SUFFIXES: dict[str, float] = {
@@ -80,7 +80,7 @@ THRESHOLD_OPS: dict[str, collections.abc.Callable[[float, float], bool]] = {
 
 
 # Nova's name for this error, which operators and API nodes know.
-class InvalidExtraSpec(SchedulerError):  # noqa: N818
+class InvalidExtraSpec(InvalidRequest):
     """A flavor extra spec (or scheduler hint) the scheduler cannot read.
 
     Raised before any host is looked at; the message names the key, the
