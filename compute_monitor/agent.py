@@ -21,7 +21,6 @@ import sqlalchemy as sa
 from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import make_url
 from stevedore import named
 
 from compute_monitor import base
@@ -359,9 +358,8 @@ class MonitorAgent:
 
     def _log_db_error(self, error: sa_exc.SQLAlchemyError,
                       delay: float) -> None:
-        where = make_url(self.conf.database.connection).render_as_string(
-            hide_password=True)
-        detail = str(getattr(error, "orig", None) or error).splitlines()[0]
+        where = db_api.safe_url(self.conf.database.connection)
+        detail = db_api.one_line(error)
         if db_api.is_retriable(error):
             LOG.warning("Database %s unreachable (%s); retrying in %.0f s",
                         where, detail, delay)

@@ -58,8 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             agent.run_cycle()
         except (sa_exc.SQLAlchemyError, exception.SchedulerError) as e:
-            detail = str(getattr(e, "orig", None) or e).splitlines()[0]
-            print(f"{PROG}: error: {detail}", file=sys.stderr)
+            print(f"{PROG}: error: {db_api.one_line(e)}", file=sys.stderr)
             return 1
         print(format_row(agent.node_row()))
         return 0

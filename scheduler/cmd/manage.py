@@ -3,11 +3,14 @@
 import sys
 from collections.abc import Sequence
 
+from alembic.util import CommandError
 from oslo_config import cfg
+from sqlalchemy import exc as sa_exc
 
 from scheduler import conf as scheduler_conf
 from scheduler.cmd import common
 from scheduler.db import api as db_api
+from scheduler.db import locks
 from scheduler.db import migration
 
 CONF = scheduler_conf.CONF
@@ -50,12 +53,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     CONF.register_cli_opt(command_opt)
     common.prepare(PROG, CONF, argv, "scheduler",
                    validators=[_validate_database])
+    url = db_api.safe_url(CONF.database.connection)
+    # Operators read these on a terminal: one line each, no traceback.
     try:
         return CONF.category.func(CONF)
-    except db_api.RETRIABLE_ERRORS as e:
-        print(f"{PROG}: error: database unreachable at "
-              f"{CONF.database.connection}: {e.orig or e}", file=sys.stderr)
-        return 1
+    except sa_exc.SQLAlchemyError as e:
+        # Not "unreachable": drivers raise OperationalError for refused
+        # connections and for "table already exists" (PyMySQL) alike; the
+        # driver's own message tells which.
+        message = f"database error at {url}: {db_api.one_line(e)}"
+    except CommandError as e:
+        # Typically a database migrated by newer code than this one.
+        message = f"cannot migrate the schema at {url}: {db_api.one_line(e)}"
+    except locks.LockTimeout:
+        message = (f"another db sync on {url} held the schema lock for more "
+                   f"than {migration.SYNC_LOCK_TIMEOUT} s; is it stuck?")
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

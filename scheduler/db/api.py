@@ -33,7 +33,7 @@ def validate_connection_url(url: str) -> None:
         parsed.get_dialect()
     except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ValueError) as e:
         raise exception.ConfigError(
-            "database", "connection", url,
+            "database", "connection", safe_url(url),
             "expected a SQLAlchemy URL such as sqlite:///path, "
             "postgresql+psycopg://user@host/db or "
             f"mysql+pymysql://user@host/db ({e})") from e
@@ -89,6 +89,22 @@ def dispose_engines() -> None:
         for engine in _engines.values():
             engine.dispose()
         _engines.clear()
+
+
+def safe_url(url: str) -> str:
+    """The URL with its password hidden, for logs and error messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (sa_exc.ArgumentError, ValueError):
+        return "<malformed URL>"
+
+
+def one_line(error: BaseException) -> str:
+    """The driver's message of ``error`` on one line (psycopg adds hint
+    lines), for log lines and stderr."""
+    orig = getattr(error, "orig", None) or error
+    return " ".join(line.strip() for line in str(orig).splitlines()
+                    if line.strip())
 
 
 def is_retriable(error: BaseException) -> bool:

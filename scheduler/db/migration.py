@@ -8,7 +8,12 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
+from scheduler.db import locks
+
 _SCRIPT_LOCATION = os.path.join(os.path.dirname(__file__), "migrations")
+# A sync holds the lock only while its migrations run; past this, something
+# is stuck and the operator should look.
+SYNC_LOCK_TIMEOUT = 600
 
 
 def _alembic_config(connection) -> Config:
@@ -19,8 +24,15 @@ def _alembic_config(connection) -> Config:
 
 
 def db_sync(engine: Engine, revision: str = "head") -> None:
-    """Upgrade the schema to ``revision``; a no-op when already there."""
-    with engine.begin() as connection:
+    """Upgrade the schema to ``revision``; a no-op when already there.
+
+    Concurrent syncs run one after the other: unserialised, two syncs of an
+    empty PostgreSQL database both create alembic_version, and on MariaDB
+    (no transactional DDL) the loser finds tables already there.
+    """
+    with (locks.database_lock(engine, "scheduler-db-sync",
+                              SYNC_LOCK_TIMEOUT),
+          engine.begin() as connection):
         command.upgrade(_alembic_config(connection), revision)
 
 
