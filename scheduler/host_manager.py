@@ -7,11 +7,33 @@ than ``[metrics] max_age`` is unavailable. Claims made after the node's
 last metrics report are *pending*: they are not in the reported metrics
 yet, so the resource-linked metrics are adjusted for them until the next
 report arrives.
+
+``HostManager`` keeps the host states of one scheduler process in a cache
+that it refreshes from the database before each decision: only the rows
+whose ``changed_at`` moved are read again and decoded, and a periodic full
+load catches what the incremental reads cannot see (deleted nodes).
 """
 
 import dataclasses
 import datetime
+import json
 import math
+import threading
+import time
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import sqlalchemy as sa
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from scheduler.db import api as db_api
+from scheduler.db import models
+
+LOG = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
 
@@ -138,3 +160,541 @@ def is_number(value) -> bool:
     values."""
     return (isinstance(value, int | float) and not isinstance(value, bool)
             and math.isfinite(value))
+
+
+def snapshot(hosts: Iterable[HostState]) -> list[HostState]:
+    """Private copies of ``hosts`` that ``consume()`` may change.
+
+    ``HostManager.host_states()`` returns the cached objects themselves,
+    shared by every thread of the process; a caller placing several
+    instances must consume on copies so that neither the cache nor the
+    other requests see its tentative placements. The copies are shallow:
+    the sets ``consume()`` adds to are copied, the decoded ``metrics`` and
+    ``cpu_info`` are shared and must be treated as read-only.
+    """
+    copies = []
+    for host in hosts:
+        # A third of copy.copy()'s cost, which matters because a request
+        # may copy every host: HostState is a plain dataclass, its state
+        # is its __dict__.
+        clone = object.__new__(host.__class__)
+        clone.__dict__ = {**host.__dict__,
+                          "instances": set(host.instances),
+                          "instance_groups": set(host.instance_groups)}
+        copies.append(clone)
+    return copies
+
+
+@dataclasses.dataclass(frozen=True)
+class RefreshStats:
+    """What one refresh of the host cache did (benchmarks, logs)."""
+
+    #: True for a load of every row, False for an incremental refresh.
+    full: bool
+    #: Wall time of the refresh, in seconds.
+    duration: float
+    #: compute_nodes rows returned by the scan (ids and change keys only,
+    #: for an incremental refresh).
+    rows_read: int
+    #: Rows read with all their columns because they changed (or all of
+    #: them, for a full load).
+    rows_fetched: int
+    #: Rows whose JSON columns were parsed.
+    rows_decoded: int
+    allocations_read: int
+    #: Hosts in the cache afterwards.
+    hosts: int
+
+
+_NODES = models.ComputeNode.__table__
+_ALLOCATIONS = models.Allocation.__table__
+
+
+class _NodeRow(NamedTuple):
+    """The columns a HostState is made of; the agent's own usage figures
+    and the registration time are not needed to schedule."""
+
+    id: int
+    uuid: str
+    host: str
+    hypervisor_hostname: str
+    cluster: str | None
+    availability_zone: str | None
+    vcpus: int
+    memory_mb: int
+    local_gb: int
+    cpu_allocation_ratio: float | None
+    ram_allocation_ratio: float | None
+    disk_allocation_ratio: float | None
+    cpu_info: str
+    networks: str
+    metrics: str
+    metrics_updated_at: datetime.datetime | None
+    disabled: bool
+    disabled_reason: str | None
+    generation: int
+    changed_at: datetime.datetime
+    updated_at: datetime.datetime
+
+
+class _KeyRow(NamedTuple):
+    id: int
+    changed_at: datetime.datetime
+    generation: int
+
+
+class _AllocationRow(NamedTuple):
+    compute_node_id: int
+    instance_uuid: str
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+    instance_group: str | None
+    created_at: datetime.datetime
+
+
+def _select(table: sa.Table, shape: type[NamedTuple]) -> sa.Select:
+    return sa.select(*(table.c[name] for name in shape._fields))
+
+
+def _fetch(connection: sa.Connection, query: sa.Select,
+           shape: type[NamedTuple]) -> list:
+    # Plain tuples: attribute access on SQLAlchemy rows costs several times
+    # more, and a full load reads tens of thousands of rows.
+    return [shape._make(row) for row in connection.execute(query).all()]
+
+
+# Ids per IN list: far below the bound-parameter limit of every backend
+# (SQLite before 3.32 allowed 999), and one statement in the usual case.
+_IN_CHUNK = 500
+
+
+@dataclasses.dataclass(frozen=True)
+class _Decoded:
+    """The JSON columns of one row as text and as decoded values."""
+
+    text: tuple[str, str, str]
+    metrics: dict[str, Metric]
+    bad_metrics: frozenset[str]
+    cpu_info: dict
+    networks: frozenset[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    state: HostState
+    decoded: _Decoded
+
+
+@dataclasses.dataclass
+class _Changes:
+    """A refresh's result, applied to the cache only once every query
+    succeeded."""
+
+    full: bool
+    entries: dict[int, _Entry]
+    gone: set[int]
+    newest: datetime.datetime | None
+    rows_read: int
+    rows_fetched: int
+    rows_decoded: int
+    allocations_read: int
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _parse_timestamp(value: object) -> datetime.datetime | None:
+    """Naive UTC from ISO-8601 text (``Z`` or an offset allowed)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        if value.endswith(("Z", "z")):
+            # What the agent writes; skips the time zone conversion.
+            parsed = datetime.datetime.fromisoformat(value[:-1])
+            return None if parsed.tzinfo is not None else parsed
+        parsed = datetime.datetime.fromisoformat(value)
+        if parsed.tzinfo is not None:
+            parsed = parsed.astimezone(datetime.UTC).replace(tzinfo=None)
+    except (ValueError, OverflowError):
+        return None
+    return parsed
+
+
+def _load_json(text: str, column: str, problems: list[str]) -> object:
+    try:
+        # Looked up at call time, so that tests can count the calls.
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError) as e:
+        problems.append(f"{column} is not JSON ({_short(text)}: {e})")
+        return None
+
+
+def _decode_metrics(text: str, problems: list[str]
+                    ) -> tuple[dict[str, Metric], frozenset[str]]:
+    entries = _load_json(text, "metrics", problems)
+    if entries is None:
+        return {}, frozenset()
+    if not isinstance(entries, list):
+        problems.append(f"metrics hold a {type(entries).__name__}, not a "
+                        "list")
+        return {}, frozenset()
+    metrics: dict[str, Metric] = {}
+    bad: set[str] = set()
+    # The metrics of one report mostly share a handful of timestamps.
+    stamps: dict[str, datetime.datetime] = {}
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            problems.append(f"metric entry #{index} {_short(entry)} is not "
+                            "an object")
+            continue
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            problems.append(f"metric entry #{index} has no name")
+            continue
+        if name in metrics or name in bad:
+            problems.append(f"metric {name} is reported twice; the first "
+                            "entry is used")
+            continue
+        try:
+            value = entry["value"]
+            stamp = entry["timestamp"]
+        except KeyError:
+            missing = [k for k in ("value", "timestamp") if k not in entry]
+            bad.add(name)
+            problems.append(f"metric {name}: missing key(s) "
+                            f"{', '.join(missing)}")
+            continue
+        if not is_number(value):
+            bad.add(name)
+            problems.append(f"metric {name}: value {_short(value)} is not "
+                            "a finite number")
+            continue
+        timestamp = stamps.get(stamp) if isinstance(stamp, str) else None
+        if timestamp is None:
+            timestamp = _parse_timestamp(stamp)
+            if timestamp is not None:
+                stamps[stamp] = timestamp
+        if timestamp is None:
+            bad.add(name)
+            problems.append(f"metric {name}: timestamp {_short(stamp)} is "
+                            "not an ISO-8601 date and time")
+            continue
+        source = entry.get("source")
+        metrics[name] = Metric(value=value, timestamp=timestamp,
+                               source="" if source is None else str(source))
+    return metrics, frozenset(bad)
+
+
+def _decode_cpu_info(text: str, problems: list[str]) -> dict:
+    info = _load_json(text, "cpu_info", problems)
+    if info is None:
+        return {}
+    if not isinstance(info, dict):
+        problems.append(f"cpu_info holds a {type(info).__name__}, not an "
+                        "object")
+        return {}
+    return info
+
+
+def _decode_networks(text: str, problems: list[str]) -> frozenset[str]:
+    networks = _load_json(text, "networks", problems)
+    if networks is None:
+        return frozenset()
+    if not isinstance(networks, list):
+        problems.append(f"networks hold a {type(networks).__name__}, not a "
+                        "list")
+        return frozenset()
+    names = [n for n in networks if isinstance(n, str)]
+    if len(names) != len(networks):
+        problems.append("networks hold entries that are not names: "
+                        + _short([n for n in networks
+                                  if not isinstance(n, str)]))
+    return frozenset(names)
+
+
+def _decode(row: _NodeRow) -> _Decoded:
+    """Decode the JSON columns; what is malformed is left out and logged.
+
+    Only rows that changed are decoded, so the warning appears once per
+    change of a bad row rather than once per scheduling request.
+    """
+    problems: list[str] = []
+    metrics, bad_metrics = _decode_metrics(row.metrics, problems)
+    decoded = _Decoded(
+        text=(row.metrics, row.cpu_info, row.networks),
+        metrics=metrics, bad_metrics=bad_metrics,
+        cpu_info=_decode_cpu_info(row.cpu_info, problems),
+        networks=_decode_networks(row.networks, problems))
+    if problems:
+        LOG.warning("Compute node %s (host %s, id %s) reports malformed "
+                    "data; it is scheduled on for what remains: %s",
+                    row.hypervisor_hostname, row.host, row.id,
+                    "; ".join(problems))
+    return decoded
+
+
+def _build(row: _NodeRow, allocations: Sequence[_AllocationRow],
+           decoded: _Decoded,
+           ratios: tuple[float, float, float]) -> HostState:
+    vcpus = memory_mb = disk_gb = 0
+    vcpus_pending = memory_mb_pending = 0
+    instances: set[str] = set()
+    groups: set[str] = set()
+    reported = row.metrics_updated_at
+    for allocation in allocations:
+        vcpus += allocation.vcpus
+        memory_mb += allocation.memory_mb
+        disk_gb += allocation.disk_gb
+        # A node that never reported has no claim in its metrics yet.
+        if reported is None or allocation.created_at > reported:
+            vcpus_pending += allocation.vcpus
+            memory_mb_pending += allocation.memory_mb
+        instances.add(allocation.instance_uuid)
+        if allocation.instance_group:
+            groups.add(allocation.instance_group)
+    cpu_ratio, ram_ratio, disk_ratio = ratios
+    return HostState(
+        node_id=row.id, uuid=row.uuid, host=row.host,
+        nodename=row.hypervisor_hostname, cluster=row.cluster,
+        availability_zone=row.availability_zone, vcpus=row.vcpus,
+        memory_mb=row.memory_mb, disk_gb=row.local_gb,
+        cpu_allocation_ratio=_ratio(row.cpu_allocation_ratio, cpu_ratio),
+        ram_allocation_ratio=_ratio(row.ram_allocation_ratio, ram_ratio),
+        disk_allocation_ratio=_ratio(row.disk_allocation_ratio,
+                                     disk_ratio),
+        vcpus_claimed=vcpus, memory_mb_claimed=memory_mb,
+        disk_gb_claimed=disk_gb, vcpus_pending=vcpus_pending,
+        memory_mb_pending=memory_mb_pending, cpu_info=decoded.cpu_info,
+        networks=decoded.networks, metrics=decoded.metrics,
+        bad_metrics=decoded.bad_metrics, disabled=bool(row.disabled),
+        disabled_reason=row.disabled_reason, updated_at=row.updated_at,
+        metrics_updated_at=reported, generation=row.generation,
+        changed_at=row.changed_at, instances=instances,
+        instance_groups=groups)
+
+
+def _ratio(own: float | None, default: float) -> float:
+    return default if own is None else own
+
+
+def _by_node(allocations: Iterable[_AllocationRow]
+             ) -> dict[int, list[_AllocationRow]]:
+    grouped: dict[int, list[_AllocationRow]] = {}
+    for allocation in allocations:
+        grouped.setdefault(allocation.compute_node_id, []).append(allocation)
+    return grouped
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
+    for start in range(0, len(ids), _IN_CHUNK):
+        yield ids[start:start + _IN_CHUNK]
+
+
+def _order_key(state: HostState) -> tuple[str, str, int]:
+    return state.host, state.nodename, state.node_id
+
+
+class HostManager:
+    """The host states of this process, refreshed incrementally.
+
+    ``host_states()`` refreshes the cache, then returns it. The first call
+    and every ``[filter_scheduler] full_refresh_interval`` seconds load
+    every row, which is also how deleted nodes leave the cache. In between
+    a refresh scans the ids and change keys ``(changed_at, generation)``
+    of the rows changed since ``refresh_overlap`` seconds before the
+    newest change seen (the watermark), then reads in full, with their
+    claims, only the rows whose key differs from the cached one. Every
+    writer of a row sets ``changed_at``, so a claim or a metrics report is
+    seen by the next refresh.
+
+    Thread-safe: refreshes are serialised, and a caller that waited for
+    another thread's refresh which started after its own call uses that
+    refresh's result. Cached HostState objects are replaced, never changed,
+    by a refresh; they are shared between threads, so callers must not
+    change them: see ``snapshot()``.
+
+    ``clock`` (monotonic seconds) decides when a full load is due; tests
+    inject a fake one.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts,
+                 clock: Callable[[], float] = time.monotonic):
+        self.conf = conf
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: dict[int, _Entry] = {}
+        self._ordered: list[HostState] = []
+        self._position: dict[int, int] = {}
+        self._watermark: datetime.datetime | None = None
+        self._last_full: float | None = None
+        self._started = 0
+        self._completed = 0
+        #: Counters of the last successful refresh, None before the first.
+        self.last_refresh: RefreshStats | None = None
+
+    def host_states(self, now: float | None = None) -> list[HostState]:
+        """Refresh the cache and return every host, ordered by host and
+        nodename.
+
+        ``now`` is a reading of the manager's clock (default: read it).
+        Returns the shared cached objects; copy them with ``snapshot()``
+        before calling ``consume()``. A database error propagates as
+        raised (SQLAlchemyError) and leaves the cache as it was; the next
+        call tries again.
+        """
+        ticket = self._started
+        with self._lock:
+            if self._completed > ticket:
+                return list(self._ordered)
+            self._started += 1
+            started = self._started
+            self._refresh(self._clock() if now is None else now)
+            self._completed = started
+            return list(self._ordered)
+
+    def _refresh(self, now: float) -> None:
+        opts = self.conf.filter_scheduler
+        full = (self._last_full is None
+                or now - self._last_full >= opts.full_refresh_interval)
+        ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
+                  opts.disk_allocation_ratio)
+        began = time.perf_counter()
+        # One connection, so that SQLite reads the nodes and their claims
+        # in one snapshot. On other backends a claim committed between the
+        # two statements bumps its node's key, which the next refresh sees.
+        with db_api.get_engine(self.conf).connect() as connection:
+            if full:
+                changes = self._read_all(connection, ratios)
+            else:
+                changes = self._read_changed(connection,
+                                             opts.refresh_overlap, ratios)
+        self._apply(changes)
+        if full:
+            self._last_full = now
+        self.last_refresh = RefreshStats(
+            full=full, duration=time.perf_counter() - began,
+            rows_read=changes.rows_read, rows_fetched=changes.rows_fetched,
+            rows_decoded=changes.rows_decoded,
+            allocations_read=changes.allocations_read,
+            hosts=len(self._ordered))
+
+    def _read_all(self, connection: sa.Connection,
+                  ratios: tuple[float, float, float]) -> _Changes:
+        rows = _fetch(connection, _select(_NODES, _NodeRow), _NodeRow)
+        allocations = _fetch(connection,
+                             _select(_ALLOCATIONS, _AllocationRow),
+                             _AllocationRow)
+        entries, decoded = self._build_entries(rows, allocations, ratios,
+                                               reuse=True)
+        return _Changes(
+            # The entries replace the cache: what is not in them is gone.
+            full=True, entries=entries, gone=set(),
+            newest=max((row.changed_at for row in rows), default=None),
+            rows_read=len(rows), rows_fetched=len(rows),
+            rows_decoded=decoded, allocations_read=len(allocations))
+
+    def _read_changed(self, connection: sa.Connection, overlap: int,
+                      ratios: tuple[float, float, float]) -> _Changes:
+        query = _select(_NODES, _KeyRow)
+        if self._watermark is not None:
+            since = self._watermark - datetime.timedelta(seconds=overlap)
+            # >= rather than >: with no overlap, a row committed late with
+            # the watermark's own timestamp must still be seen.
+            query = query.where(_NODES.c.changed_at >= since)
+        keys = _fetch(connection, query, _KeyRow)
+        stale = [key.id for key in keys if self._is_stale(key)]
+        rows: list[_NodeRow] = []
+        allocations: list[_AllocationRow] = []
+        # Only rows that changed are read with their (large) JSON columns.
+        for chunk in _chunks(stale):
+            rows.extend(_fetch(connection, _select(_NODES, _NodeRow).where(
+                _NODES.c.id.in_(chunk)), _NodeRow))
+        for chunk in _chunks(stale):
+            allocations.extend(_fetch(
+                connection, _select(_ALLOCATIONS, _AllocationRow).where(
+                    _ALLOCATIONS.c.compute_node_id.in_(chunk)),
+                _AllocationRow))
+        entries, decoded = self._build_entries(rows, allocations, ratios,
+                                               reuse=False)
+        newest = max((key.changed_at for key in keys), default=None)
+        if rows:
+            newest = max(newest, max(row.changed_at for row in rows))
+        return _Changes(
+            full=False, entries=entries,
+            # Seen by the scan, gone when read: deleted in between.
+            gone=set(stale) - entries.keys(), newest=newest,
+            rows_read=len(keys), rows_fetched=len(rows),
+            rows_decoded=decoded, allocations_read=len(allocations))
+
+    def _is_stale(self, key: _KeyRow) -> bool:
+        entry = self._entries.get(key.id)
+        return (entry is None or entry.state.changed_at != key.changed_at
+                or entry.state.generation != key.generation)
+
+    def _build_entries(self, rows: Sequence[_NodeRow],
+                       allocations: Sequence[_AllocationRow],
+                       ratios: tuple[float, float, float], reuse: bool
+                       ) -> tuple[dict[int, _Entry], int]:
+        by_node = _by_node(allocations)
+        entries = {}
+        decoded_rows = 0
+        for row in rows:
+            decoded = self._reusable(row) if reuse else None
+            if decoded is None:
+                decoded = _decode(row)
+                decoded_rows += 1
+            entries[row.id] = _Entry(
+                _build(row, by_node.get(row.id, ()), decoded, ratios),
+                decoded)
+        return entries, decoded_rows
+
+    def _reusable(self, row: _NodeRow) -> _Decoded | None:
+        """The cached decoding of an unchanged row, on a full load.
+
+        The text is compared too: a full load is the safety net for a
+        writer that changed a row without moving its key.
+        """
+        entry = self._entries.get(row.id)
+        if (entry is None or entry.state.changed_at != row.changed_at
+                or entry.state.generation != row.generation
+                or entry.decoded.text != (row.metrics, row.cpu_info,
+                                          row.networks)):
+            return None
+        return entry.decoded
+
+    def _apply(self, changes: _Changes) -> None:
+        reorder = changes.full
+        if changes.full:
+            self._entries = changes.entries
+        else:
+            for node_id, entry in changes.entries.items():
+                old = self._entries.get(node_id)
+                self._entries[node_id] = entry
+                if old is None or (_order_key(old.state)
+                                   != _order_key(entry.state)):
+                    reorder = True
+                elif not reorder:
+                    self._ordered[self._position[node_id]] = entry.state
+            for node_id in changes.gone:
+                if self._entries.pop(node_id, None) is not None:
+                    reorder = True
+        if reorder:
+            self._ordered = sorted((entry.state for entry
+                                    in self._entries.values()),
+                                   key=_order_key)
+            self._position = {state.node_id: index for index, state
+                              in enumerate(self._ordered)}
+        self._advance_watermark(changes.newest)
+
+    def _advance_watermark(self, newest: datetime.datetime | None) -> None:
+        if newest is None:
+            return
+        if self._watermark is not None:
+            newest = max(newest, self._watermark)
+        # A writer whose clock runs ahead must not push the watermark past
+        # the changes of the others: never beyond our own clock. Rows
+        # stamped in the future are then scanned again, not decoded again.
+        self._watermark = min(newest, models.utcnow())

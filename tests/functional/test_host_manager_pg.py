@@ -1,0 +1,101 @@
+"""HostManager on PostgreSQL: an incremental refresh reads one change."""
+
+import datetime
+import json
+import uuid
+
+import sqlalchemy as sa
+from oslo_config import cfg
+
+from scheduler import conf as scheduler_conf
+from scheduler import host_manager as hm
+from scheduler.conf import filter_scheduler
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import models
+
+NODES = models.ComputeNode.__table__
+ALLOCATIONS = models.Allocation.__table__
+METRIC_NAMES = ("cpu.percent", "cpu.user.percent", "memory.free",
+                "memory.used", "network.rx.bps", "disk.iops")
+
+
+def _metrics(when: datetime.datetime, value: float) -> str:
+    stamp = when.isoformat(timespec="microseconds") + "Z"
+    return json.dumps([{"name": name, "value": value, "timestamp": stamp,
+                        "source": "test"} for name in METRIC_NAMES])
+
+
+def _node(index: int, when: datetime.datetime) -> dict:
+    return {
+        "uuid": str(uuid.uuid4()), "host": f"node-{index:03d}",
+        "hypervisor_hostname": f"node-{index:03d}", "cluster": "c1",
+        "availability_zone": "nova", "vcpus": 16, "memory_mb": 65536,
+        "local_gb": 500, "memory_mb_used": 0, "local_gb_used": 0,
+        "cpu_info": json.dumps({"arch": "x86_64"}),
+        "networks": json.dumps(["physnet1"]),
+        "metrics": _metrics(when, float(index)), "metrics_updated_at": when,
+        "disabled": False, "generation": 0, "changed_at": when,
+        "created_at": when, "updated_at": when,
+    }
+
+
+def test_incremental_refresh_reads_one_changed_node(postgresql_url):
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    conf([], project="scheduler")
+    for opt in filter_scheduler.filter_scheduler_opts:
+        conf.clear_override(opt.name, group="filter_scheduler")
+    conf.set_override("connection", postgresql_url, group="database")
+    try:
+        engine = db_api.get_engine(conf)
+        migration.db_sync(engine)
+        when = models.utcnow() - datetime.timedelta(seconds=30)
+        with engine.begin() as connection:
+            # Agents report at different times: one second apart.
+            connection.execute(NODES.insert(), [
+                _node(i, when - datetime.timedelta(seconds=i))
+                for i in range(200)])
+            node_id = connection.execute(sa.select(NODES.c.id).where(
+                NODES.c.host == "node-042")).scalar_one()
+        manager = hm.HostManager(conf)
+
+        states = manager.host_states()
+        assert len(states) == 200
+        assert manager.last_refresh.full
+        assert manager.last_refresh.rows_decoded == 200
+
+        now = models.utcnow()
+        instance = str(uuid.uuid4())
+        with engine.begin() as connection:
+            connection.execute(NODES.update().where(NODES.c.id == node_id)
+                               .values(metrics=_metrics(now, 99.5),
+                                       metrics_updated_at=now,
+                                       changed_at=now))
+            connection.execute(ALLOCATIONS.insert().values(
+                uuid=str(uuid.uuid4()), instance_uuid=instance,
+                compute_node_id=node_id, vcpus=2, memory_mb=2048,
+                disk_gb=20, created_at=models.utcnow()))
+            connection.execute(NODES.update().where(NODES.c.id == node_id)
+                               .values(generation=NODES.c.generation + 1,
+                                       changed_at=models.utcnow()))
+
+        states = manager.host_states()
+        stats = manager.last_refresh
+        assert not stats.full
+        assert stats.rows_decoded == 1 and stats.rows_fetched == 1
+        # The change plus the rows within refresh_overlap (10 s) of the
+        # previous watermark: node-000 to node-010.
+        assert stats.rows_read == 12
+        changed = {s.host: s for s in states}["node-042"]
+        assert changed.metrics["cpu.percent"].value == 99.5
+        assert changed.metrics["cpu.percent"].timestamp == now
+        assert changed.instances == {instance}
+        assert changed.vcpus_pending == 2
+        assert changed.free_vcpus == 16 * 16.0 - 2
+
+        manager.host_states()
+        assert manager.last_refresh.rows_decoded == 0
+    finally:
+        conf.clear_override("connection", group="database")
+        db_api.dispose_engines()
