@@ -1,5 +1,6 @@
-"""``scheduler-manage``: operator commands (database schema, ...)."""
+"""``scheduler-manage``: operator commands (schema, hosts, explain)."""
 
+import datetime
 import sys
 from collections.abc import Sequence
 
@@ -8,10 +9,17 @@ from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 
 from scheduler import conf as scheduler_conf
+from scheduler import exception
+from scheduler import extra_specs as extra_specs_mod
+from scheduler import filter_scheduler
+from scheduler import host_manager as hm
 from scheduler.cmd import common
+from scheduler.cmd import output
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import migration
+from scheduler.db import models
+from scheduler.request_spec import RequestSpec
 
 CONF = scheduler_conf.CONF
 PROG = "scheduler-manage"
@@ -33,6 +41,91 @@ def db_version(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
+def _host_state(host: hm.HostState, conf: cfg.ConfigOpts,
+                now: datetime.datetime) -> str:
+    if host.disabled:
+        return "disabled"
+    down_after = conf.filter_scheduler.service_down_time
+    if host.updated_at is None or \
+            (now - host.updated_at).total_seconds() > down_after:
+        return "down"
+    return "up"
+
+
+def hosts_list(conf: cfg.ConfigOpts) -> int:
+    hosts = hm.HostManager(conf).host_states()
+    now = models.utcnow()
+    columns = ["host", "nodename", "cluster", "availability_zone",
+               "vcpus_free", "vcpus_total", "ram_mb_free", "ram_mb_total",
+               "disk_gb_free", "disk_gb_total", "pending_vcpus",
+               "pending_ram_mb", "instances", "metrics", "metric_age_s",
+               "state"]
+    rows = [[
+        h.host, h.nodename, h.cluster, h.availability_zone,
+        h.free_vcpus, h.vcpus * h.cpu_allocation_ratio,
+        h.free_ram_mb, h.memory_mb * h.ram_allocation_ratio,
+        h.free_disk_gb, h.local_disk_limit_gb,
+        h.vcpus_pending, h.memory_mb_pending, h.num_instances,
+        len(h.metrics),
+        None if h.metrics_updated_at is None else round(
+            (now - h.metrics_updated_at).total_seconds(), 1),
+        _host_state(h, conf, now),
+    ] for h in hosts]
+    print(output.render(columns, rows, conf.category.format))
+    return 0
+
+
+def _explain_spec(conf: cfg.ConfigOpts) -> RequestSpec:
+    args = conf.category
+    extra_specs = {}
+    for item in args.extra_spec or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise extra_specs_mod.InvalidExtraSpec(
+                item, "", "KEY=VALUE (split at the first '=')")
+        extra_specs[key.strip()] = value
+    return RequestSpec.from_dict({
+        "flavor": {"name": "explain", "vcpus": args.vcpus,
+                   "memory_mb": args.ram, "root_gb": args.disk,
+                   "extra_specs": extra_specs},
+        "availability_zone": args.az,
+        "cluster": args.cluster,
+    }, scope=conf.metrics.extra_specs_scope)
+
+
+def explain(conf: cfg.ConfigOpts) -> int:
+    """A dry run of one placement against the database; nothing claimed."""
+    try:
+        spec = _explain_spec(conf)
+        scheduler = filter_scheduler.FilterScheduler(conf)
+        decision = scheduler.explain(spec)
+    except (exception.ConfigError, exception.InvalidRequest) as e:
+        common.config_error_exit(PROG, str(e))
+    fmt = conf.category.format
+    roles = {id(h): "alternate" for h in decision.selected[1:]}
+    if decision.selected:
+        roles[id(decision.selected[0])] = "chosen"
+    weighers = [w.name for w in scheduler.weighers
+                if any(w.name in r.weights for r in decision.results)]
+    columns = ["host", "result", "weight", *weighers, "filtered_by",
+               "reason"]
+    rows = []
+    for result in decision.results:
+        role = ("filtered" if result.filtered_by
+                else roles.get(id(result.host), "candidate"))
+        terms = [result.weights.get(name) for name in weighers]
+        reason = result.reason
+        if result.detail:
+            reason = f"{reason}: {result.detail}"
+        rows.append([result.host.host, role, result.weight,
+                     *[None if t is None else t.normalized for t in terms],
+                     result.filtered_by, reason])
+    print(output.render(columns, rows, fmt, document=decision.as_dict()))
+    if fmt == "table" and decision.summary:
+        print(f"\nNo valid host: {decision.summary}")
+    return 0
+
+
 def _add_command_parsers(subparsers) -> None:
     db = subparsers.add_parser("db", help="Database schema commands.")
     db_actions = db.add_subparsers(dest="action", metavar="ACTION")
@@ -43,6 +136,35 @@ def _add_command_parsers(subparsers) -> None:
     db_actions.add_parser(
         "version", help="Print the schema revision of the database."
     ).set_defaults(func=db_version)
+
+    hosts = subparsers.add_parser("hosts", help="Compute node commands.")
+    hosts_actions = hosts.add_subparsers(dest="action", metavar="ACTION")
+    hosts_actions.required = True
+    hosts_list_parser = hosts_actions.add_parser(
+        "list", help="Capacity, free resources, pending claims, metric "
+        "age and state of every compute node.")
+    hosts_list_parser.add_argument("--format", choices=output.FORMATS,
+                                   default="table")
+    hosts_list_parser.set_defaults(func=hosts_list)
+
+    explain_parser = subparsers.add_parser(
+        "explain", help="Dry-run one placement against the database and "
+        "show why each host was removed or how it was weighed. Claims "
+        "nothing.")
+    explain_parser.add_argument("--vcpus", type=int, default=1)
+    explain_parser.add_argument("--ram", type=int, default=512,
+                                help="RAM in MB")
+    explain_parser.add_argument("--disk", type=int, default=1,
+                                help="root disk in GB")
+    explain_parser.add_argument(
+        "--extra-spec", action="append", metavar="KEY=VALUE",
+        help="flavor extra spec, repeatable; split at the first '=', "
+        "e.g. 'resources:network.rx.bps=<85M'")
+    explain_parser.add_argument("--cluster")
+    explain_parser.add_argument("--az", help="availability zone")
+    explain_parser.add_argument("--format", choices=("table", "json"),
+                                default="table")
+    explain_parser.set_defaults(func=explain)
 
 
 command_opt = cfg.SubCommandOpt("category", title="Command categories",
