@@ -101,28 +101,7 @@ def explain(conf: cfg.ConfigOpts) -> int:
         decision = scheduler.explain(spec)
     except (exception.ConfigError, exception.InvalidRequest) as e:
         common.config_error_exit(PROG, str(e))
-    fmt = conf.category.format
-    roles = {id(h): "alternate" for h in decision.selected[1:]}
-    if decision.selected:
-        roles[id(decision.selected[0])] = "chosen"
-    weighers = [w.name for w in scheduler.weighers
-                if any(w.name in r.weights for r in decision.results)]
-    columns = ["host", "result", "weight", *weighers, "filtered_by",
-               "reason"]
-    rows = []
-    for result in decision.results:
-        role = ("filtered" if result.filtered_by
-                else roles.get(id(result.host), "candidate"))
-        terms = [result.weights.get(name) for name in weighers]
-        reason = result.reason
-        if result.detail:
-            reason = f"{reason}: {result.detail}"
-        rows.append([result.host.host, role, result.weight,
-                     *[None if t is None else t.normalized for t in terms],
-                     result.filtered_by, reason])
-    print(output.render(columns, rows, fmt, document=decision.as_dict()))
-    if fmt == "table" and decision.summary:
-        print(f"\nNo valid host: {decision.summary}")
+    print(output.explain(decision.as_dict(), conf.category.format))
     return 0
 
 

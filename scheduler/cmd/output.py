@@ -47,3 +47,34 @@ def render(columns: Sequence[str], rows: Sequence[Sequence], fmt: str,
         writer.writerows(rows)
         return buffer.getvalue().rstrip("\n")
     return table(columns, rows)
+
+
+def explain(document: dict, fmt: str) -> str:
+    """An explain result (``Decision.as_dict()``, as returned over RPC):
+    one row per host marking the chosen host, the alternates and, for
+    each removed host, the filter and its reason."""
+    if fmt == "json":
+        return json.dumps(document, indent=2, default=str)
+    selected = document["selected"]
+    roles = dict.fromkeys(selected[1:], "alternate")
+    if selected:
+        roles[selected[0]] = "chosen"
+    weighers = list(dict.fromkeys(
+        name for host in document["hosts"] for name in host["weights"]))
+    columns = ["host", "result", "weight", *weighers, "filtered_by",
+               "reason"]
+    rows = []
+    for host in document["hosts"]:
+        reason = host["reason"]
+        if host.get("detail"):
+            reason = f"{reason}: {host['detail']}"
+        role = ("filtered" if host["filtered_by"]
+                else roles.get(host["host"], "candidate"))
+        rows.append([host["host"], role, host["weight"],
+                     *[(host["weights"].get(name) or {}).get("normalized")
+                       for name in weighers],
+                     host["filtered_by"], reason])
+    text = table(columns, rows)
+    if document.get("summary"):
+        text += f"\n\nNo valid host: {document['summary']}"
+    return text
