@@ -10,8 +10,8 @@ resources of their hosts before the next instance is placed.
 
 import collections
 import dataclasses
-import datetime
 import random
+from collections.abc import Callable
 from collections.abc import Sequence
 
 from oslo_config import cfg
@@ -53,8 +53,27 @@ class Decision:
     fate. ``selected`` is the chosen host then the alternates."""
 
     selected: list[hm.HostState]
-    results: list[HostResult]
+    #: The weight of each host of ``selected``, in the same order.
+    selected_weights: list[float] = dataclasses.field(default_factory=list)
     summary: str = ""
+    # Builds ``results``, on first use only.
+    _explain: Callable[[], list[HostResult]] = dataclasses.field(
+        default=list, repr=False, compare=False)
+    _results: list[HostResult] | None = dataclasses.field(
+        default=None, init=False, repr=False, compare=False)
+
+    @property
+    def results(self) -> list[HostResult]:
+        """Every host's fate: the candidates best first, then the hosts
+        filtered out, in the order they were given.
+
+        Built on first use: one object per host and weigher costs more
+        than filtering and weighing, and placing an instance needs only
+        ``selected`` and ``selected_weights``.
+        """
+        if self._results is None:
+            self._results = self._explain()
+        return self._results
 
     def as_dict(self) -> dict:
         """The JSON form of DESIGN §7 (``explain --format json``)."""
@@ -72,6 +91,24 @@ class Decision:
                             for name, term in r.weights.items()},
             } for r in self.results],
         }
+
+
+@dataclasses.dataclass
+class _Weighed:
+    """The candidates of one decision with their weights, by column."""
+
+    hosts: list[hm.HostState]
+    #: (weigher name, raw weights, normalised weights) per weigher.
+    terms: list[tuple[str, list, list]]
+    #: The sum of multiplier x normalised weight over the weighers.
+    totals: list[float]
+
+
+#: A host rejected by a filter or weigher (named), and why.
+_Rejected = tuple[hm.HostState, str, filters.Rejection]
+
+_METRIC_UNAVAILABLE = filters.Rejection(
+    "required metric unavailable", "a metric it weighs is missing or stale")
 
 
 def _load(namespace: str, names: Sequence[str], group: str, option: str,
@@ -132,7 +169,8 @@ class FilterScheduler:
         self.validate(spec)
         if hosts is None:
             hosts = self.host_manager.host_states()
-        return self._decide(spec, hosts, models.utcnow())
+        spec.start_call(models.utcnow())
+        return self._decide(spec, hosts)
 
     def select(self, spec: RequestSpec,
                hosts: Sequence[hm.HostState] | None = None
@@ -151,10 +189,11 @@ class FilterScheduler:
         private: set[int] = set()
         flavor = spec.flavor
         uuids = spec.instance_uuids or [None] * spec.num_instances
-        now = models.utcnow()
+        # One "now" for every host and instance of the request.
+        spec.start_call(models.utcnow())
         decisions = []
         for instance_uuid in uuids:
-            decision = self._decide(spec, hosts, now)
+            decision = self._decide(spec, hosts)
             if not decision.selected:
                 raise exception.NoValidHost(decision.summary)
             index = position[id(decision.selected[0])]
@@ -171,102 +210,132 @@ class FilterScheduler:
             decisions.append(decision)
         return decisions
 
-    def _decide(self, spec: RequestSpec, hosts: Sequence[hm.HostState],
-                now: datetime.datetime) -> Decision:
+    def _decide(self, spec: RequestSpec,
+                hosts: Sequence[hm.HostState]) -> Decision:
         if spec.group:
             spec.group_hosts |= {h.host for h in hosts
                                  if spec.group in h.instance_groups}
-        results = [HostResult(host) for host in hosts]
-        candidates = self._filter(spec, results)
-        candidates = self._weigh(spec, candidates)
-        candidates.sort(key=lambda r: (-r.weight, r.host.host,
-                                       r.host.nodename))
-        selected = self._pick(candidates)
-        ordered = candidates + [r for r in results if r.filtered_by]
-        summary = "" if selected else histogram(
-            len(results), [r for r in results if r.filtered_by])
+        rejected: list[_Rejected] = []
+        candidates = self._filter(spec, hosts, rejected)
+        weighed = self._weigh(spec, candidates, rejected)
+        candidates, totals = weighed.hosts, weighed.totals
+        ranked = sorted(range(len(candidates)),
+                        key=lambda i: (-totals[i], candidates[i].host,
+                                       candidates[i].nodename))
+        picked = [ranked[rank] for rank in self._pick(len(ranked))]
+        # A copy: select() replaces the hosts it consumes on in its list.
+        given = list(hosts)
+        decision = Decision(
+            selected=[candidates[i] for i in picked],
+            selected_weights=[totals[i] for i in picked],
+            summary="" if picked else histogram(
+                len(given), [_result(record) for record in rejected]),
+            _explain=lambda: _results(given, weighed, ranked, rejected))
         if LOG.isEnabledFor(logging.DEBUG):
             LOG.debug("Cost table for %s:\n%s", spec.flavor.name or "request",
-                      cost_table(ordered))
-        return Decision(selected=[r.host for r in selected], results=ordered,
-                        summary=summary)
+                      cost_table(decision.results))
+        return decision
 
-    def _filter(self, spec: RequestSpec,
-                results: list[HostResult]) -> list[HostResult]:
+    def _filter(self, spec: RequestSpec, hosts: Sequence[hm.HostState],
+                rejected: list[_Rejected]) -> list[hm.HostState]:
+        """The hosts every filter passes; the others go to ``rejected``,
+        named after the first filter that rejects them."""
         # Filter by filter over the survivors, so a cheap early filter
         # spares later ones most hosts.
-        remaining = results
+        remaining = list(hosts)
         for host_filter in self.filters:
-            if not host_filter.applies(spec):
-                continue
-            passed = []
-            for result in remaining:
-                rejection = host_filter.reject(result.host, spec)
-                if rejection is None:
-                    passed.append(result)
-                else:
-                    result.filtered_by = host_filter.name
-                    result.reason = rejection.reason
-                    result.detail = rejection.detail
-            remaining = passed
             if not remaining:
                 break
+            if not host_filter.applies(spec):
+                continue
+            verdicts = host_filter.rejections(remaining, spec)
+            if verdicts.count(None) == len(remaining):
+                continue  # every host passed
+            name = host_filter.name
+            passed = []
+            for host, rejection in zip(remaining, verdicts, strict=True):
+                if rejection is None:
+                    passed.append(host)
+                else:
+                    rejected.append((host, name, rejection))
+            remaining = passed
         return remaining
 
-    def _weigh(self, spec: RequestSpec,
-               candidates: list[HostResult]) -> list[HostResult]:
+    def _weigh(self, spec: RequestSpec, candidates: list[hm.HostState],
+               rejected: list[_Rejected]) -> _Weighed:
         weighers = [w for w in self.weighers if w.applies(spec)]
         raw_by_weigher = self._raw_weights(spec, weighers, candidates)
         # Hosts lacking a required metric go before anything is scaled, so
         # they cannot stretch or squash how the remaining hosts compare.
-        removed = set()
+        removed: set[int] = set()
         for weigher, raw in zip(weighers, raw_by_weigher, strict=True):
-            if not weigher.unavailable_removes_host(spec):
+            if not weigher.unavailable_removes_host(spec) or None not in raw:
                 continue
             for index, value in enumerate(raw):
                 if value is None and index not in removed:
                     removed.add(index)
-                    result = candidates[index]
-                    result.filtered_by = weigher.name
-                    result.reason = "required metric unavailable"
-                    result.detail = "a metric it weighs is missing or stale"
+                    rejected.append((candidates[index], weigher.name,
+                                     _METRIC_UNAVAILABLE))
         if removed:
-            keep = [i for i in range(len(candidates)) if i not in removed]
-            candidates = [candidates[i] for i in keep]
+            candidates = [host for index, host in enumerate(candidates)
+                          if index not in removed]
             raw_by_weigher = self._raw_weights(spec, weighers, candidates)
 
         unavailable_weight = self.conf.metrics.weight_of_unavailable
         mode = self.conf.filter_scheduler.weight_normalization
-        for result in candidates:
-            result.weight = 0.0
+        weighed = _Weighed(candidates, [], [0.0] * len(candidates))
         for weigher, raw in zip(weighers, raw_by_weigher, strict=True):
             maximum = (normalization.weight_maximum(self.conf, weigher.name)
                        if mode == "hardmax" else None)
             normalized = normalization.normalize(mode, raw, maximum)
             multiplier = weigher.multiplier(spec)
-            for result, value, norm in zip(candidates, raw, normalized,
-                                           strict=True):
-                result.weights[weigher.name] = WeighedTerm(value, norm)
-                result.weight += (unavailable_weight if norm is None
-                                  else multiplier * norm)
-        return candidates
+            weighed.terms.append((weigher.name, raw, normalized))
+            weighed.totals = [
+                total + (unavailable_weight if norm is None
+                         else multiplier * norm)
+                for total, norm in zip(weighed.totals, normalized,
+                                       strict=True)]
+        return weighed
 
     @staticmethod
     def _raw_weights(spec: RequestSpec,
                      weighers: list[weights.BaseHostWeigher],
-                     candidates: list[HostResult]) -> list[list]:
-        hosts = [r.host for r in candidates]
+                     hosts: list[hm.HostState]) -> list[list]:
         return [w.raw_weights(hosts, spec) if hosts else []
                 for w in weighers]
 
-    def _pick(self, ordered: list[HostResult]) -> list[HostResult]:
-        if not ordered:
+    def _pick(self, count: int) -> list[int]:
+        """Ranks (0 is the best) of the chosen host, then the alternates,
+        among ``count`` ranked candidates."""
+        if not count:
             return []
-        subset = ordered[:self.conf.filter_scheduler.host_subset_size]
-        chosen = self._rng.choice(subset)
-        alternates = [r for r in ordered if r is not chosen]
-        return [chosen] + alternates[
-            :self.conf.filter_scheduler.max_attempts - 1]
+        opts = self.conf.filter_scheduler
+        chosen = self._rng.choice(range(min(opts.host_subset_size, count)))
+        # The alternates are the best hosts but the chosen one.
+        alternates = [rank for rank in range(min(opts.max_attempts, count))
+                      if rank != chosen]
+        return [chosen] + alternates[:opts.max_attempts - 1]
+
+
+def _result(record: _Rejected) -> HostResult:
+    host, name, rejection = record
+    return HostResult(host, name, rejection.reason, rejection.detail)
+
+
+def _results(hosts: Sequence[hm.HostState], weighed: _Weighed,
+             ranked: list[int],
+             rejected: list[_Rejected]) -> list[HostResult]:
+    """Every host's fate: the candidates best first (``ranked`` indexes
+    ``weighed``), then the rejected hosts in the order given."""
+    results = [HostResult(
+        weighed.hosts[i], weight=weighed.totals[i],
+        weights={name: WeighedTerm(raw[i], normalized[i])
+                 for name, raw, normalized in weighed.terms})
+        for i in ranked]
+    fates = {id(record[0]): record for record in rejected}
+    results.extend(_result(fates[id(host)]) for host in hosts
+                   if id(host) in fates)
+    return results
 
 
 def cost_table(results: Sequence[HostResult]) -> str:

@@ -32,6 +32,7 @@ from oslo_log import log as logging
 
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler.request_spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
 
@@ -99,7 +100,10 @@ class HostState:
 
     @property
     def free_disk_gb(self) -> float:
-        return self.local_disk_limit_gb - self.disk_gb_claimed
+        # local_disk_limit_gb - claimed, without a second property call:
+        # filters and weighers read this for every host.
+        return self.disk_gb * self.disk_allocation_ratio - \
+            self.disk_gb_claimed
 
     @property
     def local_disk_limit_gb(self) -> float:
@@ -114,12 +118,28 @@ class HostState:
         """The metric's value adjusted for pending claims, or None when
         it is missing, malformed or older than ``max_age`` seconds
         (``max_age`` <= 0 disables the age check)."""
+        return self.metric_since(name, stale_before(now, max_age))
+
+    def metric_since(self, name: str,
+                     cutoff: datetime.datetime | None) -> float | None:
+        """``metric()`` with the age check done against a precomputed
+        ``cutoff`` (``stale_before(now, max_age)``): None when the metric
+        is missing, malformed or reported before ``cutoff``; a cutoff of
+        None disables the age check.
+
+        Filters and weighers get the cutoff once per request from
+        ``metrics_window()``, which spares them date arithmetic per host
+        and metric.
+        """
         metric = self.metrics.get(name)
         if metric is None:
             return None
-        if max_age > 0 and (now - metric.timestamp).total_seconds() > max_age:
+        if cutoff is not None and metric.timestamp < cutoff:
             return None
-        return self._with_pending(name, metric.value)
+        # Most hosts have no pending claims: spare them the call.
+        if self.memory_mb_pending or self.vcpus_pending:
+            return self._with_pending(name, metric.value)
+        return metric.value
 
     def _with_pending(self, name: str, value: float) -> float:
         if not (self.memory_mb_pending or self.vcpus_pending):
@@ -154,6 +174,51 @@ class HostState:
             self.instances.add(instance_uuid)
         if group:
             self.instance_groups.add(group)
+
+
+def seconds_before(now: datetime.datetime,
+                   seconds: float) -> datetime.datetime:
+    """``now`` minus ``seconds``, as a cutoff to compare timestamps with:
+    ``timestamp < seconds_before(now, limit)`` is ``age > limit``.
+
+    A limit reaching back before year 1 gives the earliest datetime, so
+    that nothing is too old, as with the ages it replaces.
+    """
+    try:
+        return now - datetime.timedelta(seconds=seconds)
+    except OverflowError:
+        return datetime.datetime.min
+
+
+def stale_before(now: datetime.datetime,
+                 max_age: float) -> datetime.datetime | None:
+    """The metrics cutoff: reports older than ``max_age`` seconds before
+    ``now`` are stale (one exactly ``max_age`` old is not). None when
+    ``max_age`` <= 0, which disables the age check."""
+    return seconds_before(now, max_age) if max_age > 0 else None
+
+
+class MetricsWindow(NamedTuple):
+    """Which metric reports count as fresh for one request."""
+
+    #: The request's time (``RequestSpec.now``).
+    now: datetime.datetime
+    #: ``[metrics] max_age`` as read for this request.
+    max_age: float
+    #: ``stale_before(now, max_age)``, for ``HostState.metric_since()``.
+    cutoff: datetime.datetime | None
+
+
+def metrics_window(spec: RequestSpec, conf: cfg.ConfigOpts) -> MetricsWindow:
+    """The metrics freshness of ``spec``: its ``now`` (the clock when the
+    scheduler did not set one) and ``[metrics] max_age``, read once per
+    request (``spec.memo``) and shared by every filter and weigher that
+    reads metrics, so that they all agree on which reports are stale."""
+    def window() -> MetricsWindow:
+        now = spec.now or models.utcnow()
+        max_age = conf.metrics.max_age
+        return MetricsWindow(now, max_age, stale_before(now, max_age))
+    return spec.memo("metrics_window", window)
 
 
 def is_number(value) -> bool:

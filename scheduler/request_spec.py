@@ -4,11 +4,23 @@
 API (DESIGN §5). Schema validation of the wire format happens at the RPC
 boundary; this module turns the dict into attributes and parses the
 ``resources:`` extra specs once per request.
+
+A request is also the place for what one scheduling call derives from it:
+``FilterScheduler`` fixes ``now`` once per call, and filters and weighers
+``memo()`` what they work out from the request and the configuration
+(the metrics freshness cutoff, a compiled query...), once per request
+rather than per host, and shared between them. Filter and weigher objects
+serve many requests at once and keep no per-request state themselves.
 """
 
+import collections.abc
 import dataclasses
+import datetime
+import typing
 
 from scheduler import extra_specs
+
+_T = typing.TypeVar("_T")
 
 
 @dataclasses.dataclass
@@ -44,6 +56,15 @@ class RequestSpec:
     #: Hosts already holding members of ``scheduler_hints.group``; filled
     #: by the scheduler before filtering, as no filter sees all hosts.
     group_hosts: set[str] = dataclasses.field(default_factory=set)
+    #: The instant the request is scheduled at (naive UTC), set by the
+    #: scheduler once per select/explain call so that every filter and
+    #: weigher ages heartbeats and metrics against the same time; None
+    #: outside such a call (filters then read the clock).
+    now: datetime.datetime | None = dataclasses.field(
+        default=None, compare=False)
+    # What memo() computed, by key.
+    _memo: dict[str, typing.Any] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, spec: dict, scope: str = "resources",
@@ -93,3 +114,29 @@ class RequestSpec:
             return []
         return [str(v) for v in value] if isinstance(
             value, list | tuple) else [str(value)]
+
+    def start_call(self, now: datetime.datetime) -> None:
+        """Fix ``now`` for one select/explain call and forget what was
+        memoised before it (the configuration may have been reloaded
+        since)."""
+        self.now = now
+        self._memo.clear()
+
+    def memo(self, key: str, factory: collections.abc.Callable[[], _T]
+             ) -> _T:
+        """``factory()``, computed on the first call with ``key`` and
+        returned again until ``start_call()``.
+
+        For filters and weighers: what they derive from the request and
+        the configuration (option values, a freshness cutoff, a compiled
+        query) is then computed once per request instead of once per
+        host. Keys are plugin-specific strings; ``factory`` may depend on
+        the request, ``now`` and the configuration, never on hosts or on
+        ``group_hosts`` (which changes between the instances of one
+        request).
+        """
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = factory()
+            return value

@@ -8,13 +8,16 @@ from alembic.util import CommandError
 from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 
+from compute_monitor import conf as monitor_conf
 from scheduler import conf as scheduler_conf
+from scheduler import demo as demo_mod
 from scheduler import exception
 from scheduler import extra_specs as extra_specs_mod
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
 from scheduler.cmd import common
 from scheduler.cmd import output
+from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import migration
@@ -105,6 +108,24 @@ def explain(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
+def demo(conf: cfg.ConfigOpts) -> int:
+    """Everything in one process on embedded defaults: its own SQLite file
+    under state_path and the in-memory transport, whatever the config
+    file says, so a demo never touches a real deployment."""
+    monitor_conf.register_opts(conf)
+    messaging_conf.register_messaging_opts(conf)
+    conf.set_override("connection",
+                      f"sqlite:///{conf.state_path}/demo.sqlite",
+                      group="database")
+    conf.set_override("transport_url", "kombu+memory:////")
+    conf.set_override("weight_classes", ["RAMWeigher", "CPUWeigher",
+                                         "MetricsWeigher", "ResourcesWeigher"],
+                      group="filter_scheduler")
+    conf.set_override("weight_setting", "cpu.percent=-1.0",
+                      group="metrics")
+    return demo_mod.run(conf)
+
+
 def _add_command_parsers(subparsers) -> None:
     db = subparsers.add_parser("db", help="Database schema commands.")
     db_actions = db.add_subparsers(dest="action", metavar="ACTION")
@@ -144,6 +165,11 @@ def _add_command_parsers(subparsers) -> None:
     explain_parser.add_argument("--format", choices=("table", "json"),
                                 default="table")
     explain_parser.set_defaults(func=explain)
+
+    subparsers.add_parser(
+        "demo", help="Run the monitor, the scheduler service and a client "
+        "in one process on embedded defaults (SQLite, in-memory bus) and "
+        "print a few decisions.").set_defaults(func=demo)
 
 
 command_opt = cfg.SubCommandOpt("category", title="Command categories",

@@ -11,11 +11,14 @@ from oslo_config import cfg
 from scheduler.conf import database
 from scheduler.conf import default
 from scheduler.conf import filter_scheduler
+from scheduler.conf import messaging
 from scheduler.conf import metrics
+from scheduler.conf import scheduler
 
 CONF = cfg.CONF
 
-_MODULES = (default, database, filter_scheduler, metrics)
+_MODULES = (default, database, filter_scheduler, metrics, messaging,
+            scheduler)
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

@@ -6,6 +6,7 @@ the name operators list in ``[filter_scheduler] enabled_filters``.
 """
 
 import dataclasses
+from collections.abc import Sequence
 
 from oslo_config import cfg
 
@@ -15,7 +16,9 @@ from scheduler.request_spec import RequestSpec
 NAMESPACE = "scheduler.filters"
 
 
-@dataclasses.dataclass(frozen=True)
+# Slots: a filter may reject most of a large fleet, and a frozen
+# dataclass without them takes twice as long to build.
+@dataclasses.dataclass(frozen=True, slots=True)
 class Rejection:
     """Why a filter removed a host.
 
@@ -30,7 +33,8 @@ class Rejection:
 
 
 class BaseHostFilter:
-    """Base class of filters; subclasses implement ``reject``."""
+    """Base class of filters; subclasses implement ``reject`` or, to
+    check many hosts faster, ``rejections``."""
 
     def __init__(self, conf: cfg.ConfigOpts):
         self.conf = conf
@@ -50,4 +54,18 @@ class BaseHostFilter:
 
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
         """None when ``host`` can take one instance of ``spec``."""
-        raise NotImplementedError
+        if type(self).rejections is BaseHostFilter.rejections:
+            raise NotImplementedError
+        return self.rejections([host], spec)[0]
+
+    def rejections(self, hosts: Sequence[HostState],
+                   spec: RequestSpec) -> list[Rejection | None]:
+        """``reject()`` of each host, in order: what the scheduler calls,
+        once per filter and decision.
+
+        A filter overrides this rather than ``reject`` to check a fleet
+        faster: what depends on the request alone (options, parsed extra
+        specs, the time) is worked out once, and no method is called per
+        host, which adds up over thousands of hosts.
+        """
+        return [self.reject(host, spec) for host in hosts]

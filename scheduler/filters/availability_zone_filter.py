@@ -1,5 +1,7 @@
 """AvailabilityZoneFilter: honour the request's availability zone."""
 
+from collections.abc import Sequence
+
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
@@ -10,9 +12,15 @@ class AvailabilityZoneFilter(BaseHostFilter):
     """When the request sets ``availability_zone``, rejects hosts in any
     other zone (or in none); without it every host passes."""
 
-    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
+    def rejections(self, hosts: Sequence[HostState],
+                   spec: RequestSpec) -> list[Rejection | None]:
         wanted = spec.availability_zone
-        if not wanted or host.availability_zone == wanted:
-            return None
-        return Rejection(f"not in availability zone {wanted}",
-                         f"host is in {host.availability_zone or 'no zone'}")
+        if not wanted:
+            return [None] * len(hosts)
+        return [None if host.availability_zone == wanted
+                else _elsewhere(host, wanted) for host in hosts]
+
+
+def _elsewhere(host: HostState, wanted: str) -> Rejection:
+    return Rejection(f"not in availability zone {wanted}",
+                     f"host is in {host.availability_zone or 'no zone'}")

@@ -1,9 +1,13 @@
 """ComputeFilter: only enabled nodes with a recent heartbeat."""
 
+import datetime
+from collections.abc import Sequence
+
 from scheduler.db.models import utcnow
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
+from scheduler.host_manager import seconds_before
 from scheduler.request_spec import RequestSpec
 
 
@@ -15,15 +19,25 @@ class ComputeFilter(BaseHostFilter):
     seconds; a heartbeat exactly that old still counts as up.
     """
 
-    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
-        if host.disabled:
-            return Rejection(
-                "disabled",
-                f"disabled: {host.disabled_reason or 'no reason given'}")
-        if host.updated_at is None:
-            return Rejection("down", "no heartbeat reported")
-        age = (utcnow() - host.updated_at).total_seconds()
+    def rejections(self, hosts: Sequence[HostState],
+                   spec: RequestSpec) -> list[Rejection | None]:
+        now = spec.now or utcnow()
         # Read per call so a config reload applies without a restart.
-        if age > self.conf.filter_scheduler.service_down_time:
-            return Rejection("down", f"no heartbeat for {int(age)} s")
-        return None
+        oldest = seconds_before(
+            now, self.conf.filter_scheduler.service_down_time)
+        return [_why_not(host, now)
+                if host.disabled or host.updated_at is None
+                or host.updated_at < oldest else None
+                for host in hosts]
+
+
+def _why_not(host: HostState, now: datetime.datetime) -> Rejection:
+    """The rejection of a host that is disabled or down."""
+    if host.disabled:
+        return Rejection(
+            "disabled",
+            f"disabled: {host.disabled_reason or 'no reason given'}")
+    if host.updated_at is None:
+        return Rejection("down", "no heartbeat reported")
+    age = (now - host.updated_at).total_seconds()
+    return Rejection("down", f"no heartbeat for {int(age)} s")

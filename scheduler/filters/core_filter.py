@@ -1,5 +1,7 @@
 """CoreFilter: the flavor's vCPUs must fit in the host's free vCPUs."""
 
+from collections.abc import Sequence
+
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters.ram_filter import capacity_detail
@@ -15,10 +17,16 @@ class CoreFilter(BaseHostFilter):
     ``[filter_scheduler] cpu_allocation_ratio``.
     """
 
-    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
+    def rejections(self, hosts: Sequence[HostState],
+                   spec: RequestSpec) -> list[Rejection | None]:
         needed = spec.flavor.vcpus
-        free = host.free_vcpus
-        if needed <= 0 or needed <= free:
-            return None
-        return Rejection("insufficient vCPUs", capacity_detail(
-            needed, free, host.vcpus, host.cpu_allocation_ratio, "vCPUs"))
+        if needed <= 0:
+            return [None] * len(hosts)
+        return [None if needed <= host.free_vcpus
+                else _insufficient(host, needed) for host in hosts]
+
+
+def _insufficient(host: HostState, needed: int) -> Rejection:
+    return Rejection("insufficient vCPUs", capacity_detail(
+        needed, host.free_vcpus, host.vcpus, host.cpu_allocation_ratio,
+        "vCPUs"))

@@ -1,5 +1,7 @@
 """DiskFilter: the flavor's local disk must fit in the host's free disk."""
 
+from collections.abc import Sequence
+
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters.ram_filter import capacity_detail
@@ -17,10 +19,16 @@ class DiskFilter(BaseHostFilter):
     disk (volume-backed) passes everywhere.
     """
 
-    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
+    def rejections(self, hosts: Sequence[HostState],
+                   spec: RequestSpec) -> list[Rejection | None]:
         needed = spec.flavor.disk_gb
-        free = host.free_disk_gb
-        if needed <= 0 or needed <= free:
-            return None
-        return Rejection("insufficient disk", capacity_detail(
-            needed, free, host.disk_gb, host.disk_allocation_ratio, "GB"))
+        if needed <= 0:
+            return [None] * len(hosts)
+        return [None if needed <= host.free_disk_gb
+                else _insufficient(host, needed) for host in hosts]
+
+
+def _insufficient(host: HostState, needed: int) -> Rejection:
+    return Rejection("insufficient disk", capacity_detail(
+        needed, host.free_disk_gb, host.disk_gb, host.disk_allocation_ratio,
+        "GB"))

@@ -22,10 +22,10 @@ import operator
 
 from compute_monitor.base import METRIC_NAME_RE
 from scheduler import extra_specs
-from scheduler.db import models
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
+from scheduler.host_manager import metrics_window
 from scheduler.request_spec import RequestSpec
 
 #: Deeper queries are refused: a hint is user input, and the evaluator
@@ -283,12 +283,14 @@ class JsonFilter(BaseHostFilter):
         validate_query(spec.scheduler_hints.get("query"))
 
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
-        query = validate_query(spec.scheduler_hints.get("query"))
+        # Compiled once per request: a query given as a list is not
+        # cached by validate_query().
+        query = spec.memo("JsonFilter.query", lambda: validate_query(
+            spec.scheduler_hints.get("query")))
         if query is None:
             return None
-        now = models.utcnow()
-        max_age = self.conf.metrics.max_age
-        if query.evaluate(host, now, max_age):
+        window = metrics_window(spec, self.conf)
+        if query.evaluate(host, window.now, window.max_age):
             return None
         return Rejection("query not satisfied",
-                         query.describe(host, now, max_age))
+                         query.describe(host, window.now, window.max_age))

@@ -1,11 +1,12 @@
 """MetricsFilter: every weighed metric must be reported and fresh."""
 
 import datetime
+from collections.abc import Sequence
 
-from scheduler.db import models
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
+from scheduler.host_manager import metrics_window
 from scheduler.request_spec import RequestSpec
 
 
@@ -33,14 +34,22 @@ class MetricsFilter(BaseHostFilter):
     def applies(self, spec: RequestSpec) -> bool:
         return bool(self.conf.metrics.weight_setting)
 
-    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
-        max_age = self.conf.metrics.max_age
-        now = models.utcnow()
-        for name, _ratio in self.conf.metrics.weight_setting:
-            # A malformed report may sit next to an older good value;
-            # the node's latest word on the metric is that it is broken.
-            if (name in host.bad_metrics
-                    or host.metric(name, now, max_age) is None):
-                return Rejection(f"metric {name} unavailable",
-                                 unavailable_detail(host, name, now, max_age))
-        return None
+    def rejections(self, hosts: Sequence[HostState],
+                   spec: RequestSpec) -> list[Rejection | None]:
+        window = metrics_window(spec, self.conf)
+        names = [name for name, _ratio in self.conf.metrics.weight_setting]
+        rejections: list[Rejection | None] = []
+        for host in hosts:
+            for name in names:
+                # A malformed report may sit next to an older good value;
+                # the node's latest word on the metric is that it is broken.
+                if (name in host.bad_metrics
+                        or host.metric_since(name, window.cutoff) is None):
+                    rejections.append(Rejection(
+                        f"metric {name} unavailable",
+                        unavailable_detail(host, name, window.now,
+                                           window.max_age)))
+                    break
+            else:
+                rejections.append(None)
+        return rejections

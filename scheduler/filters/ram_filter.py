@@ -1,5 +1,7 @@
 """RamFilter: the flavor's memory must fit in the host's free RAM."""
 
+from collections.abc import Sequence
+
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
@@ -30,10 +32,16 @@ class RamFilter(BaseHostFilter):
     memory passes even on an overcommitted host.
     """
 
-    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
+    def rejections(self, hosts: Sequence[HostState],
+                   spec: RequestSpec) -> list[Rejection | None]:
         needed = spec.flavor.memory_mb
-        free = host.free_ram_mb
-        if needed <= 0 or needed <= free:
-            return None
-        return Rejection("insufficient RAM", capacity_detail(
-            needed, free, host.memory_mb, host.ram_allocation_ratio, "MB"))
+        if needed <= 0:
+            return [None] * len(hosts)
+        return [None if needed <= host.free_ram_mb
+                else _insufficient(host, needed) for host in hosts]
+
+
+def _insufficient(host: HostState, needed: int) -> Rejection:
+    return Rejection("insufficient RAM", capacity_detail(
+        needed, host.free_ram_mb, host.memory_mb, host.ram_allocation_ratio,
+        "MB"))

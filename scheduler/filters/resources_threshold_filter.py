@@ -1,12 +1,21 @@
 """ResourcesThresholdFilter: host metrics must meet the flavor's
 ``resources:<metric>=<op><quantity>`` thresholds."""
 
-from scheduler.db import models
+from collections.abc import Sequence
+
+from scheduler import extra_specs
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters.metrics_filter import unavailable_detail
 from scheduler.host_manager import HostState
+from scheduler.host_manager import MetricsWindow
+from scheduler.host_manager import metrics_window
 from scheduler.request_spec import RequestSpec
+
+
+def _thresholds(spec: RequestSpec) -> list[extra_specs.ResourceSpec]:
+    """The thresholds among the request's resources extra specs."""
+    return [r for r in spec.resources if r.is_threshold]
 
 
 def _number(value: float) -> str:
@@ -26,24 +35,38 @@ class ResourcesThresholdFilter(BaseHostFilter):
     """
 
     def applies(self, spec: RequestSpec) -> bool:
-        return any(r.is_threshold for r in spec.resources)
+        return bool(_thresholds(spec))
 
-    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
-        max_age = self.conf.metrics.max_age
-        now = models.utcnow()
-        for resource in spec.resources:
-            if not resource.is_threshold:
-                continue
-            value = host.metric(resource.metric, now, max_age)
-            if value is None:
-                return Rejection(
-                    f"{resource.metric} unavailable",
-                    unavailable_detail(host, resource.metric, now, max_age))
-            if not resource.satisfied_by(value):
-                detail = f"{resource.metric} is {_number(value)}"
-                reported = host.metrics[resource.metric].value
-                if reported != value:
-                    detail += (f" ({_number(reported)} reported, adjusted "
-                               "for pending claims)")
-                return Rejection(str(resource), detail)
-        return None
+    def rejections(self, hosts: Sequence[HostState],
+                   spec: RequestSpec) -> list[Rejection | None]:
+        window = metrics_window(spec, self.conf)
+        # With the reason of each, the same for every host it rejects.
+        thresholds = [(resource, str(resource))
+                      for resource in _thresholds(spec)]
+        rejections: list[Rejection | None] = []
+        for host in hosts:
+            for resource, reason in thresholds:
+                value = host.metric_since(resource.metric, window.cutoff)
+                if value is None or not resource.satisfied_by(value):
+                    rejections.append(
+                        _rejection(host, resource, reason, value, window))
+                    break
+            else:
+                rejections.append(None)
+        return rejections
+
+
+def _rejection(host: HostState, resource: extra_specs.ResourceSpec,
+               reason: str, value: float | None,
+               window: MetricsWindow) -> Rejection:
+    """Why ``host``, whose metric is ``value``, breaks ``resource``."""
+    if value is None:
+        return Rejection(f"{resource.metric} unavailable",
+                         unavailable_detail(host, resource.metric,
+                                            window.now, window.max_age))
+    detail = f"{resource.metric} is {_number(value)}"
+    reported = host.metrics[resource.metric].value
+    if reported != value:
+        detail += (f" ({_number(reported)} reported, adjusted "
+                   "for pending claims)")
+    return Rejection(reason, detail)

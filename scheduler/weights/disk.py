@@ -1,5 +1,7 @@
 """DiskWeigher: prefer hosts with more free local disk."""
 
+from collections.abc import Sequence
+
 from scheduler.host_manager import HostState
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
@@ -15,3 +17,8 @@ class DiskWeigher(BaseHostWeigher):
 
     def raw_weight(self, host: HostState, spec: RequestSpec) -> float:
         return float(host.free_disk_gb)
+
+    def raw_weights(self, hosts: Sequence[HostState],
+                    spec: RequestSpec) -> list[float | None]:
+        # raw_weight() without a method call per host.
+        return [float(host.free_disk_gb) for host in hosts]

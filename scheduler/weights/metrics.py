@@ -1,10 +1,9 @@
 """MetricsWeigher: weigh hosts by the metrics their monitors report."""
 
-import datetime
 from collections.abc import Sequence
 
-from scheduler.db.models import utcnow
 from scheduler.host_manager import HostState
+from scheduler.host_manager import metrics_window
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 
@@ -31,21 +30,22 @@ class MetricsWeigher(BaseHostWeigher):
         return self.conf.metrics.required
 
     def raw_weight(self, host: HostState, spec: RequestSpec) -> float | None:
-        return self._weigh(host, utcnow())
+        return self.raw_weights([host], spec)[0]
 
     def raw_weights(self, hosts: Sequence[HostState],
                     spec: RequestSpec) -> list[float | None]:
-        # One clock reading, so that every host ages against the same now.
-        now = utcnow()
-        return [self._weigh(host, now) for host in hosts]
-
-    def _weigh(self, host: HostState,
-               now: datetime.datetime) -> float | None:
-        max_age = self.conf.metrics.max_age
-        total = 0.0
-        for name, ratio in self.conf.metrics.weight_setting:
-            value = host.metric(name, now, max_age)
-            if value is None:
-                return None
-            total += ratio * value
-        return total
+        # The request's cutoff, shared with the filters: every host ages
+        # against the same now. Options are read once, not per host.
+        cutoff = metrics_window(spec, self.conf).cutoff
+        setting = self.conf.metrics.weight_setting
+        weights: list[float | None] = []
+        for host in hosts:
+            total: float | None = 0.0
+            for name, ratio in setting:
+                value = host.metric_since(name, cutoff)
+                if value is None:
+                    total = None
+                    break
+                total += ratio * value
+            weights.append(total)
+        return weights

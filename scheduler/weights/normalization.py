@@ -72,31 +72,34 @@ def normalize(mode: str, raw: Sequence[float | None],
     ``maximum`` is only used by ``hardmax``; it must be positive.
     """
     available = [v for v in raw if v is not None]
+    # Each mode builds the list itself rather than returning a scale
+    # function: a call per value adds up over every candidate of every
+    # weigher.
     if mode == "minmax":
-        scale = _minmax(available)
-    elif mode == "rank":
-        scale = _rank(available)
-    elif mode == "hardmax":
-        scale = _hardmax(available, maximum)
-    elif mode == "none":
+        return _minmax(raw, available)
+    if mode == "rank":
+        return _rank(raw, available)
+    if mode == "hardmax":
+        return _hardmax(raw, available, maximum)
+    if mode == "none":
         return list(raw)
-    else:
-        raise ValueError(
-            f"unknown weight normalization {mode!r}; expected one of "
-            f"{', '.join(MODES)}")
-    return [None if v is None else scale(v) for v in raw]
+    raise ValueError(
+        f"unknown weight normalization {mode!r}; expected one of "
+        f"{', '.join(MODES)}")
 
 
-def _minmax(available: list[float]):
+def _minmax(raw: Sequence[float | None],
+            available: list[float]) -> list[float | None]:
     low = min(available, default=0.0)
     high = max(available, default=0.0)
     spread = high - low
     if spread == 0:
-        return lambda v: 0.0
-    return lambda v: (v - low) / spread
+        return [None if v is None else 0.0 for v in raw]
+    return [None if v is None else (v - low) / spread for v in raw]
 
 
-def _rank(available: list[float]):
+def _rank(raw: Sequence[float | None],
+          available: list[float]) -> list[float | None]:
     ordered = sorted(available)
     n = len(ordered)
 
@@ -104,17 +107,19 @@ def _rank(available: list[float]):
         # Only strictly better hosts push v down, so ties share a rank.
         better = n - bisect.bisect_right(ordered, v)
         return float(n - 1 - better)
-    return rank
+    return [None if v is None else rank(v) for v in raw]
 
 
-def _hardmax(available: list[float], maximum: float | None):
+def _hardmax(raw: Sequence[float | None], available: list[float],
+             maximum: float | None) -> list[float | None]:
     if maximum is None:
         maximum = max((abs(v) for v in available), default=0.0)
         if maximum == 0:
-            return lambda v: 0.0
+            return [None if v is None else 0.0 for v in raw]
     elif not (math.isfinite(maximum) and maximum > 0):
         raise ValueError(f"hardmax maximum must be positive, not {maximum}")
-    return lambda v: min(max(v / maximum, -1.0), 1.0)
+    return [None if v is None else min(max(v / maximum, -1.0), 1.0)
+            for v in raw]
 
 
 def _parse_maximum(value) -> float:

@@ -1,5 +1,7 @@
 """NumInstancesWeigher: weigh hosts by how many instances they run."""
 
+from collections.abc import Sequence
+
 from scheduler.host_manager import HostState
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
@@ -16,3 +18,8 @@ class NumInstancesWeigher(BaseHostWeigher):
 
     def raw_weight(self, host: HostState, spec: RequestSpec) -> float:
         return float(host.num_instances)
+
+    def raw_weights(self, hosts: Sequence[HostState],
+                    spec: RequestSpec) -> list[float | None]:
+        # raw_weight() without a method call per host.
+        return [float(host.num_instances) for host in hosts]

@@ -136,3 +136,24 @@ def test_hosts_list_formats(fleet, run_console_script):
     assert {row["host"] for row in as_csv} == set(by_host)
     assert as_csv[0]["vcpus_total"] == str(by_host[as_csv[0]["host"]][
         "vcpus_total"])
+
+
+def test_demo_runs_on_embedded_defaults(write_config, run_console_script,
+                                        tmp_path):
+    # Only state_path is set: the demo brings its own SQLite file and the
+    # in-memory bus.
+    config = write_config({"DEFAULT": {"state_path": tmp_path / "state"}})
+    result = run_console_script("scheduler-manage", "demo",
+                                config_file=config, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "real metrics) and 5 simulated nodes" in out
+    assert out.count("instance 1:") == 4 and "instance 3:" in out
+    assert "ResourcesThresholdFilter  network.rx.bps<85M" in out
+    assert "NoValidHost: 0/6 hosts available: 6 RamFilter" in out
+    assert (tmp_path / "state" / "demo.sqlite").exists()
+    # A second run starts from the same fleet: claims were reset.
+    again = run_console_script("scheduler-manage", "demo",
+                               config_file=config, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("instance 1:") == 4

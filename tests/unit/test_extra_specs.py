@@ -377,3 +377,19 @@ def test_validate_capability_specs_ignores_other_scopes():
     # Malformed for the capabilities grammar, but not capabilities.
     assert extra_specs.validate_capability_specs(
         {"resources:cpu.percent": "<50", "hw:mem": ">= abc"}) == []
+
+
+def test_parse_requirement_is_what_match_capability_applies():
+    requirement = extra_specs.parse_requirement(" <all-in> avx  avx2 ")
+    assert requirement == extra_specs.Requirement("<all-in>",
+                                                  ("avx", "avx2"))
+    assert requirement.matches(["avx2", "avx", "sse4"])
+    assert not requirement.matches(["avx"])
+    assert extra_specs.parse_requirement(">= 8") == \
+        extra_specs.Requirement(">=", 8.0)
+    assert extra_specs.parse_requirement("x86_64").op is None
+    # Cached: a flavor's requirements are parsed once, not per host.
+    assert extra_specs.parse_requirement("s== x") is \
+        extra_specs.parse_requirement("s== x")
+    with pytest.raises(ValueError):
+        extra_specs.parse_requirement("<5")

@@ -190,3 +190,43 @@ def test_cost_table_only_built_for_debug(conf, caplog, monkeypatch):
         sched.select(spec(), [host("a"), host("b", ram_mb=1)])
     assert calls == [1]
     assert "RamFilter" in caplog.text and "total" in caplog.text
+
+
+def test_request_memo_lasts_one_call(conf):
+    request = spec()
+    calls = []
+
+    def factory():
+        calls.append(1)
+        return len(calls)
+
+    now = models.utcnow()
+    request.start_call(now)
+    assert request.now == now
+    assert [request.memo("k", factory) for _ in range(3)] == [1, 1, 1]
+    request.start_call(now)
+    assert request.memo("k", factory) == 2
+
+
+def test_one_now_per_request(conf, monkeypatch):
+    seen = []
+    sched = scheduler(conf)
+    real = sched.filters[0].rejections
+    monkeypatch.setattr(sched.filters[0], "rejections",
+                        lambda hosts, s: seen.append(s.now) or real(hosts, s))
+    request = spec(num_instances=3)
+    sched.select(request, [host("a"), host("b")])
+    assert len(seen) == 3 and len(set(seen)) == 1
+
+
+def test_selected_weights_and_results_on_demand(conf):
+    hosts = [host("a", ram_mb=4096), host("b", ram_mb=16384),
+             host("c", ram_mb=256)]
+    decision = scheduler(conf, weight_classes=["RAMWeigher"]).explain(
+        spec(), hosts)
+    assert [h.host for h in decision.selected] == ["b", "a"]
+    assert decision.selected_weights == [1.0, 0.0]
+    assert decision.results is decision.results
+    assert [(r.host.host, r.weight, r.filtered_by)
+            for r in decision.results] == [
+        ("b", 1.0, None), ("a", 0.0, None), ("c", None, "RamFilter")]

@@ -444,3 +444,28 @@ def test_anti_affinity_ignores_other_policies(conf):
     for policy in ("affinity", "soft-affinity", "soft-anti-affinity"):
         assert check(conf, "ServerGroupAntiAffinityFilter", host,
                      group_spec(policy, {"host1"})) is None
+
+
+# --- BaseHostFilter: reject() and rejections() -------------------------
+
+def test_rejections_default_asks_reject_per_host(conf):
+    class Even(BaseHostFilter):
+        def reject(self, host, spec):
+            return None if host.node_id % 2 == 0 else Rejection("odd")
+
+    hosts = [make_host(node_id=i) for i in range(4)]
+    assert Even(conf).rejections(hosts, make_spec()) == [
+        None, Rejection("odd"), None, Rejection("odd")]
+
+
+def test_reject_default_asks_rejections(conf):
+    class Even(BaseHostFilter):
+        def rejections(self, hosts, spec):
+            return [None if h.node_id % 2 == 0 else Rejection("odd")
+                    for h in hosts]
+
+    assert Even(conf).reject(make_host(node_id=2), make_spec()) is None
+    assert Even(conf).reject(make_host(node_id=3), make_spec()) == \
+        Rejection("odd")
+    with pytest.raises(NotImplementedError):
+        BaseHostFilter(conf).reject(make_host(), make_spec())

@@ -18,6 +18,7 @@ from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
+from scheduler.request_spec import RequestSpec
 
 NODES = models.ComputeNode.__table__
 ALLOCATIONS = models.Allocation.__table__
@@ -642,3 +643,72 @@ def test_concurrent_refreshes_while_nodes_change(engine, manager):
             thread.join(10)
     assert not errors
     assert sum(s.vcpus_claimed for s in manager.host_states()) == 30
+
+
+# HostState.metric_since and the request's metrics window
+
+def metric_host(age: float, now: datetime.datetime,
+                **fields) -> hm.HostState:
+    stamp = now - datetime.timedelta(seconds=age)
+    return hm.HostState(
+        node_id=1, uuid="u", host="h", nodename="n", vcpus=8,
+        metrics={"memory.free": hm.Metric(4096.0 * 2**20, stamp),
+                 "cpu.percent": hm.Metric(10.0, stamp)}, **fields)
+
+
+def test_metric_since_agrees_with_metric():
+    now = datetime.datetime(2024, 5, 1, 12, 0, 0)
+    for age in (0, 299, 300, 300.000001, 301):
+        for pending in ({}, {"memory_mb_pending": 1024,
+                             "vcpus_pending": 2}):
+            host = metric_host(age, now, **pending)
+            for name in ("memory.free", "cpu.percent", "disk.iops"):
+                for max_age in (0, 300):
+                    assert host.metric_since(
+                        name, hm.stale_before(now, max_age)) == \
+                        host.metric(name, now, max_age)
+
+
+def test_metric_since_cutoff_is_inclusive_and_optional():
+    now = datetime.datetime(2024, 5, 1, 12, 0, 0)
+    cutoff = now - datetime.timedelta(seconds=300)
+    assert metric_host(300, now).metric_since("cpu.percent", cutoff) == 10.0
+    assert metric_host(300.000001, now).metric_since(
+        "cpu.percent", cutoff) is None
+    assert metric_host(10 ** 6, now).metric_since(
+        "cpu.percent", None) == 10.0
+    # Pending claims adjust the value exactly as metric() does.
+    assert metric_host(0, now, memory_mb_pending=1024).metric_since(
+        "memory.free", cutoff) == 3072.0 * 2**20
+
+
+def test_seconds_before_and_stale_before():
+    now = datetime.datetime(2024, 5, 1, 12, 0, 0)
+    assert hm.seconds_before(now, 60) == now - datetime.timedelta(minutes=1)
+    # Further back than year 1: nothing is that old.
+    assert hm.seconds_before(now, 10 ** 14) == datetime.datetime.min
+    assert hm.stale_before(now, 0) is None
+    assert hm.stale_before(now, 300) == now - datetime.timedelta(minutes=5)
+
+
+def test_metrics_window_once_per_request(conf, monkeypatch):
+    spec = RequestSpec.from_dict({"flavor": {}})
+    now = datetime.datetime(2024, 5, 1, 12, 0, 0)
+    spec.start_call(now)
+    window = hm.metrics_window(spec, conf)
+    assert window == hm.MetricsWindow(
+        now, 300, now - datetime.timedelta(seconds=300))
+    conf.set_override("max_age", 0, group="metrics")
+    try:
+        # Read once per request: the reload applies to the next call.
+        assert hm.metrics_window(spec, conf) is window
+        later = now + SECOND
+        spec.start_call(later)
+        assert hm.metrics_window(spec, conf) == hm.MetricsWindow(
+            later, 0, None)
+        # Outside a scheduler call the clock stands in for spec.now.
+        monkeypatch.setattr(models, "utcnow", lambda: now)
+        assert hm.metrics_window(RequestSpec.from_dict({"flavor": {}}),
+                                 conf).now == now
+    finally:
+        conf.clear_override("max_age", group="metrics")

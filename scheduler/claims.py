@@ -1,0 +1,350 @@
+"""Claims: resources an instance holds on a compute node, in the database.
+
+The database is the single source of truth (DESIGN §6): whatever the
+schedulers' caches say, a claim is only made in a short transaction that
+
+1. bumps the node's ``generation`` and ``changed_at``, which locks its
+   row until the transaction ends (on SQLite, which has no row locks, the
+   transaction starts with ``BEGIN IMMEDIATE``, which takes the
+   database's write lock); the bump is also what makes every scheduler's
+   host cache read the node again on its next refresh,
+2. reads the node's capacity and sums its allocations again, in a new
+   statement (READ COMMITTED on PostgreSQL and MariaDB, so the sums see
+   every claim committed before the lock was granted),
+3. compares with capacity x allocation ratio (the node's own ratio column,
+   else ``[filter_scheduler] *_allocation_ratio``) and rolls back, bump
+   included, when the node is full,
+4. inserts the allocation and commits.
+
+Two claims on one node therefore run one after the other, whichever
+workers, processes or machines make them. Claims on different nodes never
+wait for each other.
+
+An instance holds at most one claim (``allocations.instance_uuid`` is
+unique): claiming for an instance that already holds one returns that
+claim, which is what makes a retried request idempotent.
+"""
+
+import contextlib
+import dataclasses
+import uuid
+from collections.abc import Iterable
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+from oslo_config import cfg
+from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Engine
+
+from scheduler import exception
+from scheduler.db import api as db_api
+from scheduler.db import models
+
+LOG = logging.getLogger(__name__)
+
+_NODES = models.ComputeNode.__table__
+_ALLOCATIONS = models.Allocation.__table__
+
+# A deadlock or serialisation failure reported by the database means the
+# transaction was rolled back and may simply be run again.
+_TRANSIENT_SQLSTATES = frozenset({"40001", "40P01"})
+# MariaDB: 1213 deadlock, 1205 lock wait timeout (the claim holds one row
+# lock at a time, so either is another transaction's doing).
+_TRANSIENT_MYSQL_ERRORS = frozenset({1205, 1213})
+_ATTEMPTS = 3
+
+# Lookups by instance uuid go in IN lists of this many: far below every
+# backend's bound-parameter limit.
+_IN_CHUNK = 500
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One allocation and the node it is on."""
+
+    allocation_id: str
+    instance_uuid: str
+    node_id: int
+    node_uuid: str
+    host: str
+    nodename: str
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+    #: True when the instance already held this claim before the call
+    #: that returned it (an idempotent retry, or a concurrent duplicate
+    #: request that won the race): the caller did not make it and must not
+    #: release it on its own failure.
+    existing: bool = False
+
+
+class ClaimConflict(exception.SchedulerError):
+    """The node cannot take the claim: full (another scheduler claimed
+    first) or gone. The caller tries its next candidate."""
+
+    def __init__(self, node_id: int, host: str, reason: str):
+        self.node_id = node_id
+        self.host = host
+        self.reason = reason
+        super().__init__(f"cannot claim on {host} (node {node_id}): "
+                         f"{reason}")
+
+
+class DatabaseError(exception.SchedulerError):
+    """A database error interrupted a request; its transaction was rolled
+    back. The original SQLAlchemy error is the ``__cause__``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """What an allocation takes on its node."""
+
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+
+
+def is_transient(error: BaseException) -> bool:
+    """True for deadlocks and serialisation failures: the database rolled
+    the transaction back and running it again may succeed."""
+    orig = getattr(error, "orig", None)
+    if orig is None:
+        return False
+    if getattr(orig, "sqlstate", None) in _TRANSIENT_SQLSTATES:
+        return True
+    args = getattr(orig, "args", ())
+    return bool(args) and args[0] in _TRANSIENT_MYSQL_ERRORS
+
+
+@contextlib.contextmanager
+def write_transaction(engine: Engine) -> Iterator[sa.Connection]:
+    """A connection in a transaction fit for read-check-write: committed
+    when the block ends, rolled back when it raises.
+
+    SQLite: ``BEGIN IMMEDIATE`` takes the write lock before the first
+    read. pysqlite would otherwise start the transaction only at the
+    first INSERT, after the capacity check, and two writers could both
+    pass the check. PostgreSQL, MariaDB: READ COMMITTED, so that each
+    statement sees what committed before it, in particular the claims of
+    the transaction whose row lock we waited for (MariaDB's default
+    REPEATABLE READ would keep reading the older snapshot).
+    """
+    backend = engine.dialect.name
+    with engine.connect() as connection:
+        if backend == "sqlite":
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        elif backend in ("mysql", "mariadb"):
+            # For the next transaction only: one statement, and nothing to
+            # reset when the connection goes back to the pool.
+            connection.exec_driver_sql(
+                "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        else:
+            # psycopg applies it in the BEGIN it sends anyway; the pool
+            # resets it on check-in.
+            connection = connection.execution_options(
+                isolation_level="READ COMMITTED")
+        try:
+            yield connection
+        except BaseException:
+            connection.rollback()
+            raise
+        connection.commit()
+
+
+# Statements are built once: constructing them per claim costs more
+# Python time than the database spends running them.
+
+#: Bumps a node's generation and change time; locks its row.
+_BUMP = (_NODES.update().where(_NODES.c.id == sa.bindparam("node_id"))
+         .values(generation=_NODES.c.generation + 1,
+                 changed_at=sa.bindparam("now")))
+
+
+def _sum(column: sa.Column) -> sa.Label:
+    return sa.func.coalesce(sa.func.sum(column), 0).label(
+        f"{column.name}_used")
+
+
+_USED = sa.select(
+    _sum(_ALLOCATIONS.c.vcpus), _sum(_ALLOCATIONS.c.memory_mb),
+    _sum(_ALLOCATIONS.c.disk_gb),
+).where(_ALLOCATIONS.c.compute_node_id == sa.bindparam("node_id")
+        ).subquery("used")
+
+#: A node's identity, capacity, ratios and claimed resources (one scan of
+#: its allocations).
+_NODE_USAGE = sa.select(
+    _NODES.c.uuid, _NODES.c.host, _NODES.c.hypervisor_hostname,
+    _NODES.c.vcpus, _NODES.c.memory_mb, _NODES.c.local_gb,
+    _NODES.c.cpu_allocation_ratio, _NODES.c.ram_allocation_ratio,
+    _NODES.c.disk_allocation_ratio, _USED.c.vcpus_used,
+    _USED.c.memory_mb_used, _USED.c.disk_gb_used,
+).select_from(_NODES.join(_USED, sa.true())).where(
+    _NODES.c.id == sa.bindparam("node_id"))
+
+_INSERT = _ALLOCATIONS.insert()
+
+_CLAIMS = sa.select(
+    _ALLOCATIONS.c.uuid, _ALLOCATIONS.c.instance_uuid,
+    _ALLOCATIONS.c.compute_node_id, _NODES.c.uuid, _NODES.c.host,
+    _NODES.c.hypervisor_hostname, _ALLOCATIONS.c.vcpus,
+    _ALLOCATIONS.c.memory_mb, _ALLOCATIONS.c.disk_gb,
+).join_from(_ALLOCATIONS, _NODES,
+            _ALLOCATIONS.c.compute_node_id == _NODES.c.id).where(
+    _ALLOCATIONS.c.instance_uuid.in_(sa.bindparam("uuids",
+                                                  expanding=True)))
+
+
+class Claims:
+    """Claims in the database of ``[database] connection``.
+
+    Thread-safe: every call uses a connection of its own from the pool.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts):
+        self.conf = conf
+
+    @property
+    def engine(self) -> Engine:
+        # Looked up per call: db_api.dispose_engines() (tests, forked
+        # workers) replaces the engine.
+        return db_api.get_engine(self.conf)
+
+    def claim(self, node_id: int, instance_uuid: str, usage: Usage,
+              group: str | None = None,
+              allocation_id: str | None = None) -> Claim:
+        """Claim ``usage`` on node ``node_id`` for ``instance_uuid``.
+
+        Raises ClaimConflict when the node lacks room (capacity x
+        allocation ratio, per resource; a resource not asked for is not
+        checked, as in the filters) or no longer exists. When the insert
+        finds the instance already holding a claim (on any node: the
+        unique ``instance_uuid``), that claim is returned with
+        ``existing`` set and nothing is claimed; callers look up existing
+        claims with ``find()`` first, as the capacity check comes before
+        the insert. ``allocation_id`` defaults to a new uuid.
+        """
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                return self._claim(node_id, instance_uuid, usage, group,
+                                   allocation_id or str(uuid.uuid4()))
+            except sa_exc.IntegrityError:
+                # The unique instance_uuid: a concurrent request for the
+                # same instance claimed first. Its claim is the answer.
+                held = self.find([instance_uuid]).get(instance_uuid)
+                if held is not None:
+                    return held
+                # Released in the meantime (or another constraint): the
+                # next attempt tells which.
+                if attempt == _ATTEMPTS:
+                    raise
+            except sa_exc.DBAPIError as e:
+                if not is_transient(e) or attempt == _ATTEMPTS:
+                    raise
+                LOG.debug("Claim for %s on node %s rolled back by the "
+                          "database (%s); retrying", instance_uuid, node_id,
+                          db_api.one_line(e))
+        raise AssertionError("unreachable")
+
+    def _claim(self, node_id: int, instance_uuid: str, usage: Usage,
+               group: str | None, allocation_id: str) -> Claim:
+        opts = self.conf.filter_scheduler
+        now = models.utcnow()
+        with write_transaction(self.engine) as connection:
+            # The bump comes first: it takes the node's row lock, waiting
+            # for any other claim on the node to commit, and the rollback
+            # undoes it when the node turns out full.
+            if connection.execute(_BUMP, {"node_id": node_id,
+                                          "now": now}).rowcount == 0:
+                raise ClaimConflict(node_id, "?", "the node no longer "
+                                    "exists")
+            # A statement of its own, after the lock: under READ
+            # COMMITTED its snapshot holds every claim committed on the
+            # node.
+            node = connection.execute(_NODE_USAGE,
+                                      {"node_id": node_id}).one()
+            checks = (
+                ("vCPUs", usage.vcpus, node.vcpus_used, node.vcpus,
+                 node.cpu_allocation_ratio, opts.cpu_allocation_ratio),
+                ("MB of RAM", usage.memory_mb, node.memory_mb_used,
+                 node.memory_mb, node.ram_allocation_ratio,
+                 opts.ram_allocation_ratio),
+                ("GB of disk", usage.disk_gb, node.disk_gb_used,
+                 node.local_gb, node.disk_allocation_ratio,
+                 opts.disk_allocation_ratio),
+            )
+            for unit, wanted, taken, capacity, own, default in checks:
+                ratio = default if own is None else own
+                if wanted > 0 and taken + wanted > capacity * ratio:
+                    raise ClaimConflict(
+                        node_id, node.host,
+                        f"needs {wanted} {unit}, {taken} of "
+                        f"{capacity} x {ratio:g} claimed")
+            connection.execute(_INSERT, {
+                "uuid": allocation_id, "instance_uuid": instance_uuid,
+                "compute_node_id": node_id, "vcpus": usage.vcpus,
+                "memory_mb": usage.memory_mb, "disk_gb": usage.disk_gb,
+                "instance_group": group, "created_at": now})
+        return Claim(allocation_id=allocation_id,
+                     instance_uuid=instance_uuid, node_id=node_id,
+                     node_uuid=node.uuid, host=node.host,
+                     nodename=node.hypervisor_hostname, vcpus=usage.vcpus,
+                     memory_mb=usage.memory_mb, disk_gb=usage.disk_gb)
+
+    def find(self, instance_uuids: Iterable[str]) -> dict[str, Claim]:
+        """The claims held by these instances, by instance uuid (instances
+        without one are absent). Each has ``existing`` set."""
+        wanted = list(dict.fromkeys(instance_uuids))
+        found: dict[str, Claim] = {}
+        if not wanted:
+            return found
+        with self.engine.connect() as connection:
+            for start in range(0, len(wanted), _IN_CHUNK):
+                rows = connection.execute(_CLAIMS, {
+                    "uuids": wanted[start:start + _IN_CHUNK]}).all()
+                for row in rows:
+                    found[row[1]] = Claim(*row, existing=True)
+        return found
+
+    def release(self, instance_uuid: str) -> bool:
+        """Delete the instance's claim; False when it held none."""
+        return self._release(_ALLOCATIONS.c.instance_uuid, instance_uuid)
+
+    def release_allocation(self, allocation_id: str) -> bool:
+        """Delete one allocation by its own uuid; False when it is gone.
+
+        Used to undo the claims of a failed request: by allocation, so
+        that a claim some other request made for the same instance in the
+        meantime is never touched.
+        """
+        return self._release(_ALLOCATIONS.c.uuid, allocation_id)
+
+    def _release(self, column: sa.Column, value: str) -> bool:
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                return self._release_once(column, value)
+            except sa_exc.DBAPIError as e:
+                if not is_transient(e) or attempt == _ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _release_once(self, column: sa.Column, value: str) -> bool:
+        with write_transaction(self.engine) as connection:
+            node_id = connection.execute(
+                sa.select(_ALLOCATIONS.c.compute_node_id)
+                .where(column == value)).scalar()
+            if node_id is None:
+                return False
+            # Node row first, then the allocation: the order claims lock
+            # in, so that a release and a claim never deadlock.
+            connection.execute(_BUMP, {"node_id": node_id,
+                                       "now": models.utcnow()})
+            deleted = connection.execute(
+                _ALLOCATIONS.delete().where(column == value)).rowcount
+            if deleted != 1:
+                # Released concurrently: undo the bump, report nothing
+                # released.
+                connection.rollback()
+                return False
+        return True

@@ -1,0 +1,137 @@
+"""``scheduler-service``: serves the scheduler's RPC API (DESIGN §5).
+
+One process by default; ``[scheduler] workers`` > 1 runs that many worker
+processes under oslo.service's process launcher (threading backend, no
+eventlet), all consuming the same queue. The database is the only state the
+workers share: each one opens its own connections after the fork.
+
+Exit status: 0 after SIGTERM or SIGINT, 2 for a configuration error (one
+line on stderr naming the option and value), 1 when the service could not
+start for another reason.
+
+oslo.messaging and oslo.service are only used through ``scheduler.rpc``,
+which must select oslo.service's threading backend before they are
+imported (DESIGN §8).
+"""
+
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from scheduler import conf as scheduler_conf
+from scheduler import exception
+from scheduler import manager as manager_mod
+from scheduler import rpc
+from scheduler.cmd import common
+from scheduler.conf import messaging as messaging_conf
+from scheduler.db import api as db_api
+from scheduler.rpc import server
+
+CONF = scheduler_conf.CONF
+PROG = "scheduler-service"
+LOG = logging.getLogger(__name__)
+
+# kombu transports whose "broker" lives inside one process (DESIGN §3).
+_IN_PROCESS_TRANSPORTS = ("kombu+memory",)
+# kombu transports that lose messages between processes under
+# oslo.messaging (DESIGN §3).
+_LOSSY_TRANSPORTS = ("kombu+sqlalchemy", "kombu+sqla", "kombu+filesystem")
+
+
+def configured_workers(conf: cfg.ConfigOpts) -> int:
+    """``[scheduler] workers``; 1 where that option does not exist."""
+    try:
+        workers = conf.scheduler.workers
+    except cfg.NoSuchOptError:
+        return 1
+    return 1 if workers is None else int(workers)
+
+
+def _validate_transport(conf: cfg.ConfigOpts) -> None:
+    rpc.check_transport_url(conf, "DEFAULT", conf.transport_url)
+    rpc.check_transport_url(conf, "oslo_messaging_notifications",
+                            conf.oslo_messaging_notifications.transport_url,
+                            required=False)
+    workers = configured_workers(conf)
+    scheme = conf.transport_url.partition(":")[0]
+    if workers > 1 and scheme in _IN_PROCESS_TRANSPORTS:
+        raise exception.ConfigError(
+            "scheduler", "workers", workers,
+            f"transport_url {conf.transport_url} is private to one process; "
+            "several workers need a broker such as RabbitMQ")
+
+
+def _validate_database(conf: cfg.ConfigOpts) -> None:
+    db_api.validate_connection_url(conf.database.connection)
+
+
+def _run_single(worker: server.SchedulerWorker) -> int:
+    stop = threading.Event()
+    failed = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        LOG.info("Caught %s, stopping", signal.Signals(signum).name)
+        stop.set()
+
+    def run() -> None:
+        try:
+            worker.start()
+        except Exception:
+            # Not an unreachable broker (start() retries that itself):
+            # something that waiting will not fix.
+            LOG.exception("%s could not start", PROG)
+            failed.set()
+            stop.set()
+
+    def on_sighup(_signum: int, _frame: object) -> None:
+        # Its default action would end the service.
+        LOG.warning("Caught SIGHUP; configuration changes need a restart "
+                    "(or [scheduler] workers > 1, whose workers restart "
+                    "on SIGHUP)")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_sighup)
+    # The main thread only waits for signals: start() blocks for as long
+    # as the broker is unreachable.
+    threading.Thread(target=run, name="start", daemon=True).start()
+    while not stop.wait(1.0):
+        pass
+    worker.stop()
+    LOG.info("%s stopped", PROG)
+    return 1 if failed.is_set() else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # Registered before parsing so that prepare() validates them with the
+    # others: a malformed [oslo_messaging_rabbit] value exits 2 as well.
+    messaging_conf.register_messaging_opts(CONF)
+    common.prepare(PROG, CONF, argv, "scheduler",
+                   validators=[_validate_database, _validate_transport])
+    try:
+        # Built in the parent even with several workers, so that a bad
+        # filter or weigher name exits 2 once instead of failing in every
+        # worker forked (and restarted) by the launcher.
+        manager = manager_mod.SchedulerManager(CONF)
+    except exception.ConfigError as e:
+        common.config_error_exit(PROG, str(e))
+    workers = configured_workers(CONF)
+    scheme = CONF.transport_url.partition(":")[0]
+    if scheme in _LOSSY_TRANSPORTS:
+        LOG.warning("transport_url %s loses messages between processes "
+                    "under oslo.messaging; use RabbitMQ", scheme)
+    LOG.info("%s starting: %d worker(s), topic %s, broker %s, RPC API %s",
+             PROG, workers, CONF.scheduler_topic,
+             rpc.safe_transport_url(CONF.transport_url), rpc.RPC_API_VERSION)
+    if workers == 1:
+        return _run_single(server.SchedulerWorker(CONF, manager))
+    del manager
+    return server.run_workers(CONF, workers, manager_mod.SchedulerManager)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

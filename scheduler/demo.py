@@ -1,0 +1,170 @@
+"""``scheduler-manage demo``: the whole product in one process.
+
+An embedded SQLite file, the ``kombu+memory`` transport, this machine's
+real compute monitor plus simulated nodes with varied metrics, the
+scheduler service and an API-node client. A handful of requests go over
+the bus; each decision and its explain table is printed.
+"""
+
+import json
+import random
+import textwrap
+import uuid
+
+import sqlalchemy as sa
+from oslo_config import cfg
+
+from compute_monitor import agent
+from scheduler import exception
+from scheduler import manager
+from scheduler.cmd import output
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import models
+from scheduler.rpc import rpcapi
+from scheduler.rpc import server
+
+GIB = 2**30
+GB = 10**9
+
+#: (name, cluster, vcpus, memory_mb, rx bytes/s, cpu %, memory free GiB)
+SIMULATED_NODES = (
+    ("sim-small-1", "edge", 4, 8192, 2e6, 12.0, 6),
+    ("sim-busy-1", "core", 32, 131072, 120e6, 91.5, 40),
+    ("sim-quiet-1", "core", 32, 131072, 8e6, 7.25, 110),
+    ("sim-quiet-2", "core", 32, 131072, 30e6, 22.0, 96),
+    ("sim-gpu-1", "core", 64, 262144, 60e6, 48.0, 200),
+)
+
+#: (title, request_spec) sent by the demo client, in order.
+DEMO_REQUESTS = (
+    ("small instance, defaults",
+     {"flavor": {"name": "m1.small", "vcpus": 1, "memory_mb": 2048,
+                 "root_gb": 20}}),
+    ("most free memory, network below 85M",
+     {"flavor": {"name": "m1.large", "vcpus": 4, "memory_mb": 8192,
+                 "root_gb": 40,
+                 "extra_specs": {"resources:memory.free": "max",
+                                 "resources:network.rx.bps": "<85M"}}}),
+    ("least busy CPU in cluster core, at least 1.5 GiB free",
+     {"flavor": {"name": "m1.medium", "vcpus": 2, "memory_mb": 4096,
+                 "root_gb": 40,
+                 "extra_specs": {"resources:cpu.percent": "min",
+                                 "resources:memory.free": ">= 1.5Gi"}},
+      "cluster": "core"}),
+    ("three instances at once",
+     {"flavor": {"name": "m1.small", "vcpus": 1, "memory_mb": 2048,
+                 "root_gb": 20}, "num_instances": 3}),
+    ("cannot fit: 1 TB of RAM",
+     {"flavor": {"name": "x1.huge", "vcpus": 8, "memory_mb": 1048576,
+                 "root_gb": 40,
+                 "extra_specs": {"resources:network.rx.bps": "<1K"}}}),
+)
+
+
+def simulated_metrics(rx_bps: float, cpu_percent: float, free_gib: float,
+                      memory_mb: int, rng: random.Random) -> list[dict]:
+    """A plausible metrics list for a simulated node."""
+    stamp = models.utcnow().isoformat() + "Z"
+    total = memory_mb * 2**20
+    free = min(free_gib * GIB, total)
+    values = {
+        "cpu.percent": cpu_percent,
+        "cpu.user.percent": cpu_percent * 0.8,
+        "cpu.kernel.percent": cpu_percent * 0.2,
+        "cpu.idle.percent": 100 - cpu_percent,
+        "memory.total": total, "memory.free": free,
+        "memory.available": free, "memory.used": total - free,
+        "memory.percent": 100 * (total - free) / total,
+        "network.rx.bps": rx_bps, "network.tx.bps": rx_bps * 0.6,
+        "disk.read.bps": rng.uniform(0, 50e6),
+        "disk.write.bps": rng.uniform(0, 50e6),
+        "disk.iops": rng.uniform(10, 900),
+    }
+    return [{"name": name, "value": value, "source": "demo",
+             "timestamp": stamp} for name, value in values.items()]
+
+
+def seed_simulated_nodes(engine: sa.Engine, rng: random.Random) -> None:
+    """Insert (or refresh) the simulated nodes' rows; claims of earlier
+    demo runs are dropped so every run starts from the same fleet."""
+    table = models.ComputeNode.__table__
+    now = models.utcnow()
+    with engine.begin() as connection:
+        connection.execute(sa.delete(models.Allocation.__table__))
+        for name, cluster, vcpus, memory_mb, rx, cpu, free in \
+                SIMULATED_NODES:
+            values = {
+                "cluster": cluster, "availability_zone": "nova",
+                "vcpus": vcpus, "memory_mb": memory_mb, "local_gb": 500,
+                "memory_mb_used": 0, "local_gb_used": 0,
+                "cpu_info": json.dumps({"arch": "x86_64"}),
+                "networks": json.dumps(["public"]),
+                "metrics": json.dumps(simulated_metrics(
+                    rx, cpu, free, memory_mb, rng)),
+                "metrics_updated_at": now, "updated_at": now,
+                "changed_at": now, "disabled": False,
+            }
+            updated = connection.execute(table.update().where(
+                table.c.host == name).values(**values)).rowcount
+            if not updated:
+                connection.execute(table.insert().values(
+                    uuid=str(uuid.uuid4()), host=name,
+                    hypervisor_hostname=name, generation=0, created_at=now,
+                    **values))
+
+
+def _print_selection(selections: list[list[dict]]) -> None:
+    for number, hosts in enumerate(selections, 1):
+        chosen, alternates = hosts[0], hosts[1:]
+        others = ", ".join(h["host"] for h in alternates) or "none"
+        print(f"  instance {number}: {chosen['host']} (weight "
+              f"{chosen['weight']:.3f}, allocation "
+              f"{chosen['allocation_id'][:8]}), alternates: {others}")
+
+
+def run(conf: cfg.ConfigOpts) -> int:
+    """Seed the embedded database, serve over kombu+memory, send the demo
+    requests through the API-node client and print what happened."""
+    engine = db_api.get_engine(conf)
+    migration.db_sync(engine)
+    rng = random.Random(42)
+    monitors = agent.load_monitors(conf)
+    local = agent.MonitorAgent(conf, monitors)
+    local.run_cycle()
+    seed_simulated_nodes(engine, rng)
+    row = local.node_row()
+    print(f"Fleet: this machine ({local.hostname}, "
+          f"{len(row['metrics'])} real metrics) and "
+          f"{len(SIMULATED_NODES)} simulated nodes, in "
+          f"{db_api.safe_url(conf.database.connection)}")
+    print(f"This machine's row: vcpus={row['vcpus']} "
+          f"memory_mb={row['memory_mb']} local_gb={row['local_gb']} "
+          f"az={row['availability_zone']}")
+    print(textwrap.fill(", ".join(
+        f"{m['name']}={m['value']:.6g}" for m in row["metrics"]),
+        width=78, initial_indent="  ", subsequent_indent="  ") + "\n")
+
+    service = server.SchedulerRPCService(conf, manager.SchedulerManager(conf))
+    service.start()
+    client = rpcapi.SchedulerAPI(conf, transport=service.transport,
+                                 timeout=30, retry=1)
+    try:
+        for title, request_spec in DEMO_REQUESTS:
+            print(f"== {title}")
+            print(f"   request: {json.dumps(request_spec['flavor'])}"
+                  + (f" cluster={request_spec['cluster']}"
+                     if "cluster" in request_spec else ""))
+            try:
+                selections = client.select_destinations(
+                    request_spec, return_alternates=True)
+                _print_selection(selections)
+            except exception.NoValidHost as e:
+                print(f"  NoValidHost: {e}")
+            print(textwrap.indent(output.explain(
+                client.explain(request_spec), "table"), "  "))
+            print()
+    finally:
+        client.close()
+        service.stop()
+    return 0

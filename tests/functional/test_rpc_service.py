@@ -1,0 +1,507 @@
+"""``scheduler-service`` as API nodes use it: a real subprocess serving
+the RPC API over the local RabbitMQ, claiming in a SQLite database that
+holds a small synthetic fleet, called through ``SchedulerAPI``.
+
+RabbitMQ defaults to ``rabbit://guest:guest@127.0.0.1:5672/``; point the
+tests elsewhere with ``SCHEDULER_TEST_RABBIT_URL``. An unreachable broker
+skips these tests, except in CI where it fails them. Every service gets
+an exchange, topics and host name of its own, and its queues are deleted
+afterwards, so parallel runs on one broker do not see each other.
+"""
+
+import contextlib
+import dataclasses
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import kombu
+import psutil
+import pytest
+import sqlalchemy as sa
+from oslo_config import cfg
+
+from scheduler import conf as scheduler_conf
+from scheduler import exception
+from scheduler.conf import messaging as messaging_conf
+from scheduler.db import migration
+from scheduler.db import models
+from scheduler.rpc import rpcapi
+from tests.functional import conftest
+from tests.functional.test_manage_cli import _node
+
+RABBIT_ENV = "SCHEDULER_TEST_RABBIT_URL"
+DEFAULT_RABBIT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
+GIB = 2**30
+#: Seconds a started service may take to import, connect and log that it
+#: serves.
+START_TIMEOUT = 60
+
+SPEC = {"flavor": {"name": "m1.small", "vcpus": 1, "memory_mb": 1024,
+                   "root_gb": 1}}
+FLEET = ("big", "mid", "small")
+HUGE_RAM_SUMMARY = ("0/4 hosts available: 3 RamFilter (insufficient RAM), "
+                    "1 ComputeFilter (disabled)")
+
+
+# Broker
+
+
+def rabbit_url() -> str:
+    return os.environ.get(RABBIT_ENV) or DEFAULT_RABBIT_URL
+
+
+def kombu_connection(url: str) -> kombu.Connection:
+    """A kombu connection to the broker of an oslo ``rabbit://`` URL."""
+    parsed = urllib.parse.urlsplit(url)
+    return kombu.Connection(
+        hostname=parsed.hostname or "127.0.0.1", port=parsed.port or 5672,
+        userid=urllib.parse.unquote(parsed.username or "guest"),
+        password=urllib.parse.unquote(parsed.password or "guest"),
+        virtual_host=urllib.parse.unquote(parsed.path[1:]) or "/",
+        connect_timeout=5)
+
+
+@pytest.fixture(scope="session")
+def broker_url() -> str:
+    """URL of the RabbitMQ the tests use; skips (fails in CI) when it
+    cannot be reached."""
+    url = rabbit_url()
+    try:
+        with kombu_connection(url) as connection:
+            connection.ensure_connection(max_retries=1)
+    except Exception as e:
+        message = (f"RabbitMQ at {url} is unreachable ({e}); start it or "
+                   f"set {RABBIT_ENV}")
+        if conftest.in_ci():
+            pytest.fail(f"CI=true: {message}", pytrace=False)
+        pytest.skip(message)
+    return url
+
+
+@dataclasses.dataclass(frozen=True)
+class BusNames:
+    """Exchange, topics and server name private to one service."""
+
+    unique: str = dataclasses.field(
+        default_factory=lambda: uuid.uuid4().hex[:12])
+
+    @property
+    def exchange(self) -> str:
+        return f"msched-test-{self.unique}"
+
+    @property
+    def topic(self) -> str:
+        return f"scheduler-test-{self.unique}"
+
+    @property
+    def host(self) -> str:
+        return f"sched-{self.unique}"
+
+    @property
+    def notification_topic(self) -> str:
+        return f"notifications-test-{self.unique}"
+
+    def sections(self, url: str) -> dict:
+        return {
+            "DEFAULT": {"transport_url": url,
+                        "control_exchange": self.exchange,
+                        "scheduler_topic": self.topic,
+                        "host": self.host},
+            "oslo_messaging_notifications": {
+                "topics": self.notification_topic},
+            # Reply and fanout queues have random names delete() cannot
+            # know; the broker drops them this long after their last use.
+            "oslo_messaging_rabbit": {"rabbit_transient_queues_ttl": 60},
+        }
+
+    def delete(self, url: str) -> None:
+        """Remove what the service and its clients declared; queues and
+        exchanges outlive their consumers by default."""
+        queues = [self.topic, f"{self.topic}.{self.host}"] + [
+            f"{self.notification_topic}.{priority}" for priority in
+            ("audit", "debug", "info", "warn", "error", "critical",
+             "sample")]
+        exchanges = [self.exchange, f"{self.topic}_fanout"]
+        with contextlib.suppress(Exception), kombu_connection(url) as conn:
+            channel = conn.channel()
+            for name in queues:
+                channel.queue_delete(name)
+            for name in exchanges:
+                channel.exchange_delete(name)
+
+
+# Database
+
+
+def make_fleet(url: str) -> None:
+    """Schema plus three enabled nodes and a disabled one."""
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    migration.db_sync(engine)
+    with engine.begin() as connection:
+        connection.execute(models.ComputeNode.__table__.insert(), [
+            _node("big", 65536, {"memory.free": 60 * GIB}),
+            _node("mid", 32768, {"memory.free": 30 * GIB}),
+            _node("small", 4096, {"memory.free": 3 * GIB}),
+            _node("off", 65536, {"memory.free": 60 * GIB}, disabled=True),
+        ])
+    engine.dispose()
+
+
+def claims_of(url: str) -> int:
+    """Rows in the allocations table: the claims held."""
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(sa.select(sa.func.count()).select_from(
+                models.Allocation.__table__)).scalar_one()
+    finally:
+        engine.dispose()
+
+
+# Processes and clients
+
+
+def wait_for_log(read, pattern: str, timeout: float = START_TIMEOUT,
+                 process: subprocess.Popen | None = None,
+                 count: int = 1) -> str:
+    """Wait until ``read()`` matches ``pattern`` ``count`` times; fails
+    with the log when it does not in time or the process exits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = read()
+        if len(re.findall(pattern, text)) >= count:
+            return text
+        if process is not None and process.poll() is not None:
+            pytest.fail(f"process exited with {process.returncode} before "
+                        f"logging {pattern!r}:\n{text}", pytrace=False)
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {pattern!r} after {timeout} s:\n{text}",
+                        pytrace=False)
+        time.sleep(0.1)
+
+
+SERVING = r"Serving topic "
+
+
+def client_conf(config_file: os.PathLike) -> cfg.ConfigOpts:
+    """What an API node has: its own ConfigOpts read from the same file."""
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    messaging_conf.register_messaging_opts(conf)
+    conf(["--config-file", os.fspath(config_file)])
+    return conf
+
+
+@contextlib.contextmanager
+def scheduler_api(config_file: os.PathLike, timeout: float = 30,
+                  **kwargs) -> Iterator[rpcapi.SchedulerAPI]:
+    api = rpcapi.SchedulerAPI(client_conf(config_file), timeout=timeout,
+                              **kwargs)
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+def new_uuid() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclasses.dataclass
+class Service:
+    """A scheduler-service subprocess shared by a module's tests."""
+
+    config: Path
+    db_url: str
+    popen: subprocess.Popen
+    stderr_path: Path
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def shared_service(broker_url, tmp_path_factory) -> Iterator[Service]:
+    """One service for the tests that only call it: a start costs about
+    two seconds of imports and connecting."""
+    tmp = tmp_path_factory.mktemp("rpc-service")
+    db_url = f"sqlite:///{tmp / 'scheduler.sqlite'}"
+    make_fleet(db_url)
+    names = BusNames()
+    sections = names.sections(broker_url)
+    sections["DEFAULT"]["state_path"] = tmp / "state"
+    sections["database"] = {"connection": db_url}
+    config = tmp / "scheduler.conf"
+    config.write_text("".join(
+        f"[{section}]\n" + "".join(f"{key} = {value}\n"
+                                   for key, value in options.items())
+        for section, options in sections.items()))
+    stderr_path = tmp / "service.stderr"
+    with open(stderr_path, "wb") as stderr:
+        popen = subprocess.Popen(
+            [conftest.console_script("scheduler-service"), "--config-file",
+             str(config)], stdout=subprocess.DEVNULL, stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    service = Service(config, db_url, popen, stderr_path)
+    try:
+        wait_for_log(lambda: service.stderr, SERVING, process=popen)
+        yield service
+    finally:
+        if popen.poll() is None:
+            popen.send_signal(signal.SIGTERM)
+            try:
+                popen.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                popen.kill()
+                popen.wait()
+        names.delete(broker_url)
+
+
+@pytest.fixture(scope="module")
+def api(shared_service) -> Iterator[rpcapi.SchedulerAPI]:
+    with scheduler_api(shared_service.config) as api:
+        yield api
+
+
+@pytest.fixture
+def service_config(broker_url, sqlite_url, write_config):
+    """A function writing a config for a service of the test's own (fleet
+    in a fresh SQLite database), returning its path; extra sections are
+    merged in."""
+    make_fleet(sqlite_url)
+    created: list[BusNames] = []
+
+    def write(extra: dict | None = None, name: str = "scheduler.conf"):
+        names = BusNames()
+        created.append(names)
+        sections = names.sections(broker_url)
+        sections["database"] = {"connection": sqlite_url}
+        for section, options in (extra or {}).items():
+            sections.setdefault(section, {}).update(options)
+        return write_config(sections, name=name)
+
+    yield write
+    for names in created:
+        names.delete(broker_url)
+
+
+# The shared service
+
+
+def test_select_destinations_returns_a_claimed_host(api, shared_service):
+    instance = new_uuid()
+    result = api.select_destinations(SPEC, [instance],
+                                     return_alternates=True)
+    assert len(result) == 1
+    chosen, *alternates = result[0]
+    assert set(chosen) == {"host", "nodename", "uuid", "weight",
+                           "allocation_id"}
+    assert chosen["host"] in FLEET
+    assert chosen["allocation_id"]
+    assert alternates, "max_attempts = 3 gives up to 2 alternates"
+    assert all(a["allocation_id"] is None for a in alternates)
+    assert chosen["host"] not in {a["host"] for a in alternates}
+    assert api.release(instance) is True
+
+
+def test_same_instance_gets_the_same_allocation(api):
+    instance = new_uuid()
+    first = api.select_destinations(SPEC, [instance])[0][0]
+    again = api.select_destinations(SPEC, [instance])[0][0]
+    assert again["allocation_id"] == first["allocation_id"]
+    assert again["host"] == first["host"]
+    assert api.release(instance) is True
+
+
+def test_release_frees_the_claim(api, shared_service):
+    instance = new_uuid()
+    before = claims_of(shared_service.db_url)
+    first = api.select_destinations(SPEC, [instance])[0][0]
+    assert claims_of(shared_service.db_url) == before + 1
+    assert api.release(instance) is True
+    assert claims_of(shared_service.db_url) == before
+    assert api.release(instance) is False
+    # Released, the instance is placed anew.
+    second = api.select_destinations(SPEC, [instance])[0][0]
+    assert second["allocation_id"] != first["allocation_id"]
+    assert api.release(instance) is True
+
+
+def test_several_instances_in_one_request(api):
+    instances = [new_uuid() for _ in range(3)]
+    result = api.select_destinations({**SPEC, "num_instances": 3},
+                                     instances)
+    assert len(result) == 3
+    assert len({r[0]["allocation_id"] for r in result}) == 3
+    for instance in instances:
+        assert api.release(instance) is True
+
+
+def test_no_valid_host_over_the_bus(api, shared_service):
+    before = claims_of(shared_service.db_url)
+    spec = {"flavor": {**SPEC["flavor"], "memory_mb": 10**6}}
+    with pytest.raises(exception.NoValidHost) as raised:
+        api.select_destinations(spec, [new_uuid(), new_uuid()])
+    assert type(raised.value) is exception.NoValidHost
+    assert str(raised.value) == HUGE_RAM_SUMMARY
+    assert claims_of(shared_service.db_url) == before
+
+
+def test_explain_over_the_bus(api, shared_service):
+    before = claims_of(shared_service.db_url)
+    decision = api.explain({"flavor": {**SPEC["flavor"],
+                                       "memory_mb": 8192}})
+    hosts = {h["host"]: h for h in decision["hosts"]}
+    assert decision["selected"][0] in ("big", "mid")
+    assert hosts["small"]["filtered_by"] == "RamFilter"
+    assert hosts["off"]["filtered_by"] == "ComputeFilter"
+    assert claims_of(shared_service.db_url) == before
+
+
+def test_context_request_id_reaches_the_service_log(api, shared_service):
+    with pytest.raises(exception.NoValidHost):
+        api.select_destinations({"flavor": {**SPEC["flavor"],
+                                            "memory_mb": 10**6}},
+                                context={"request_id": "req-func-1"})
+    wait_for_log(lambda: shared_service.stderr, r"req-func-1", timeout=10)
+
+
+_UUIDS = [str(uuid.UUID(int=i)) for i in range(1, 1002)]
+
+MALFORMED = [
+    # (method, kwargs, text the InvalidRequest message must contain)
+    ("select_destinations", {"request_spec": []}, "request_spec: "),
+    ("select_destinations", {"request_spec": "m1.small"}, "request_spec: "),
+    ("select_destinations", {"request_spec": {}}, "request_spec.flavor"),
+    ("select_destinations",
+     {"request_spec": {"flavor": {**SPEC["flavor"], "vcpus": "two"}}},
+     "request_spec.flavor.vcpus"),
+    ("select_destinations",
+     {"request_spec": {**SPEC, "flavour": {}}}, "request_spec.flavour"),
+    ("select_destinations",
+     {"request_spec": {**SPEC, "ignore_hosts": ["h"] * 100000}},
+     "request_spec.ignore_hosts"),
+    ("select_destinations",
+     {"request_spec": {"flavor": {**SPEC["flavor"], "extra_specs": {
+         "resources:cpu.percent": "<abc"}}}}, "resources:cpu.percent"),
+    ("select_destinations",
+     {"request_spec": SPEC, "instance_uuids": "abc"}, "instance_uuids"),
+    ("select_destinations",
+     {"request_spec": SPEC, "instance_uuids": ["not-a-uuid"]},
+     "instance_uuids"),
+    ("select_destinations",
+     {"request_spec": SPEC, "instance_uuids": _UUIDS}, "instance_uuids"),
+    ("select_destinations",
+     {"request_spec": {**SPEC, "num_instances": 2},
+      "instance_uuids": _UUIDS[:1]}, "instance_uuids"),
+    ("select_destinations",
+     {"request_spec": SPEC, "return_alternates": "yes"},
+     "return_alternates"),
+    ("explain", {"request_spec": [SPEC]}, "request_spec: "),
+    ("explain", {"request_spec": {"flavor": None}}, "request_spec.flavor"),
+    ("release", {"instance_uuid": 42}, "instance_uuid"),
+    ("release", {"instance_uuid": "x" * 10000}, "instance_uuid"),
+]
+
+
+def test_malformed_payloads_are_invalid_requests(api, shared_service):
+    before = claims_of(shared_service.db_url)
+    failures = []
+    for method, kwargs, field in MALFORMED:
+        try:
+            getattr(api, method)(**kwargs)
+        except exception.InvalidRequest as e:
+            message = str(e)
+            if type(e) is not exception.InvalidRequest or \
+                    field not in message or len(message) > 500:
+                failures.append((method, field, type(e), message[:500]))
+        except Exception as e:
+            failures.append((method, field, type(e), str(e)[:500]))
+        else:
+            failures.append((method, field, "no error", None))
+    assert failures == []
+    assert claims_of(shared_service.db_url) == before
+    # Still serving, and nothing in the log looks like a crash.
+    instance = new_uuid()
+    assert api.select_destinations(SPEC, [instance])[0][0]["host"] in FLEET
+    assert api.release(instance)
+    assert shared_service.popen.poll() is None
+    assert "Traceback" not in shared_service.stderr
+
+
+# Services of their own
+
+
+def test_sigterm_stops_the_service_with_status_0(
+        service_config, start_console_script):
+    config = service_config()
+    process = start_console_script("scheduler-service", config_file=config)
+    wait_for_log(lambda: process.stderr, SERVING, process=process.popen)
+    with scheduler_api(config) as api:
+        instance = new_uuid()
+        assert api.select_destinations(SPEC, [instance])[0][0]["host"]
+    started = time.monotonic()
+    process.popen.send_signal(signal.SIGTERM)
+    result = process.wait(timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 10
+    assert "Traceback" not in result.stderr
+    assert "stopped" in result.stderr
+
+
+def test_kombu_memory_serves_a_single_process(
+        service_config, start_console_script):
+    config = service_config({"DEFAULT": {
+        "transport_url": "kombu+memory:////"}})
+    process = start_console_script("scheduler-service", config_file=config)
+    wait_for_log(lambda: process.stderr, SERVING, process=process.popen)
+    process.popen.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30).returncode == 0
+
+
+def test_workers_share_the_queue(service_config, start_console_script):
+    config = service_config({"DEFAULT": {"debug": True},
+                             "scheduler": {"workers": 2}})
+    process = start_console_script("scheduler-service", config_file=config)
+    wait_for_log(lambda: process.stderr, SERVING, process=process.popen,
+                 count=2)
+    workers = psutil.Process(process.popen.pid).children()
+    assert len(workers) == 2
+    instances = [new_uuid() for _ in range(40)]
+    with scheduler_api(config) as api:
+        hosts = [api.select_destinations(SPEC, [i])[0][0]["host"]
+                 for i in instances]
+        assert set(hosts) <= set(FLEET)
+        for instance in instances:
+            assert api.release(instance) is True
+    # Both workers answered (oslo.log prints the pid on every line).
+    answered = {int(pid) for pid in re.findall(
+        r"^\S+ \S+ (\d+) DEBUG scheduler\.rpc\.server \[[^\]]*\] "
+        r"select_destinations \(request", process.stderr, re.MULTILINE)}
+    assert answered == {w.pid for w in workers}
+    process.popen.send_signal(signal.SIGTERM)
+    result = process.wait(timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE
+                   for w in workers)
+    assert "Traceback" not in result.stderr
+
+
+def test_service_module_runs_as_a_script(service_config):
+    # ``python -m scheduler.cmd.service`` behaves like the console script.
+    config = service_config({"DEFAULT": {"transport_url": "notaurl"}})
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler.cmd.service", "--config-file",
+         str(config)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "transport_url" in result.stderr

@@ -1,0 +1,308 @@
+"""Claims in the database: capacity checks, idempotency, release."""
+
+import threading
+import time
+import uuid
+
+import pytest
+import sqlalchemy as sa
+from oslo_config import cfg
+from sqlalchemy import exc as sa_exc
+
+from scheduler import claims
+from scheduler import conf as scheduler_conf
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import models
+
+NODES = models.ComputeNode.__table__
+ALLOCATIONS = models.Allocation.__table__
+ONE = claims.Usage(vcpus=1, memory_mb=512, disk_gb=1)
+
+
+@pytest.fixture
+def conf(tmp_path):
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    conf.set_override("connection", f"sqlite:///{tmp_path}/claims.sqlite",
+                      group="database")
+    migration.db_sync(db_api.get_engine(conf))
+    yield conf
+    db_api.dispose_engines()
+
+
+@pytest.fixture
+def engine(conf):
+    return db_api.get_engine(conf)
+
+
+@pytest.fixture
+def store(conf):
+    return claims.Claims(conf)
+
+
+def add_node(engine, host: str, **values) -> int:
+    now = models.utcnow()
+    row = {"uuid": str(uuid.uuid4()), "host": host,
+           "hypervisor_hostname": f"{host}.example.org", "cluster": "c1",
+           "availability_zone": "nova", "vcpus": 4, "memory_mb": 8192,
+           "local_gb": 100, "cpu_allocation_ratio": 1.0,
+           "ram_allocation_ratio": 1.0, "disk_allocation_ratio": 1.0,
+           "metrics_updated_at": now, "changed_at": now, "updated_at": now}
+    row.update(values)
+    with engine.begin() as connection:
+        return connection.execute(
+            NODES.insert().values(**row)).inserted_primary_key[0]
+
+
+def node_row(engine, node_id: int):
+    with engine.connect() as connection:
+        return connection.execute(
+            sa.select(NODES).where(NODES.c.id == node_id)).one()
+
+
+def allocations(engine) -> list:
+    with engine.connect() as connection:
+        return connection.execute(sa.select(ALLOCATIONS)).all()
+
+
+def new_uuid() -> str:
+    return str(uuid.uuid4())
+
+
+def test_claim_inserts_and_bumps_the_node(engine, store):
+    node = add_node(engine, "a")
+    before = node_row(engine, node)
+    instance = new_uuid()
+    claim = store.claim(node, instance, ONE, group="g1")
+    assert (claim.host, claim.nodename, claim.node_uuid) == (
+        "a", "a.example.org", before.uuid)
+    assert not claim.existing
+    row, = allocations(engine)
+    assert (row.uuid, row.instance_uuid, row.compute_node_id, row.vcpus,
+            row.memory_mb, row.disk_gb, row.instance_group) == (
+        claim.allocation_id, instance, node, 1, 512, 1, "g1")
+    after = node_row(engine, node)
+    assert after.generation == before.generation + 1
+    assert after.changed_at > before.changed_at
+    # Newer than the node's last report: a pending claim.
+    assert row.created_at > after.metrics_updated_at
+
+
+@pytest.mark.parametrize("usage, unit", [
+    (claims.Usage(5, 512, 1), "vCPUs"),
+    (claims.Usage(1, 8193, 1), "MB of RAM"),
+    (claims.Usage(1, 512, 101), "GB of disk"),
+])
+def test_claim_beyond_capacity_conflicts(engine, store, usage, unit):
+    node = add_node(engine, "a")
+    generation = node_row(engine, node).generation
+    with pytest.raises(claims.ClaimConflict) as error:
+        store.claim(node, new_uuid(), usage)
+    assert unit in str(error.value) and "a" in str(error.value)
+    assert allocations(engine) == []
+    assert node_row(engine, node).generation == generation
+
+
+def test_claims_fill_a_node_exactly(engine, store):
+    node = add_node(engine, "a", vcpus=2, memory_mb=100000)
+    store.claim(node, new_uuid(), ONE)
+    store.claim(node, new_uuid(), ONE)
+    with pytest.raises(claims.ClaimConflict, match="2 of 2 x 1 claimed"):
+        store.claim(node, new_uuid(), ONE)
+
+
+def test_node_ratio_wins_over_the_configured_one(conf, engine, store):
+    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
+    node = add_node(engine, "a", vcpus=1, cpu_allocation_ratio=3.0)
+    for _ in range(3):
+        store.claim(node, new_uuid(), ONE)
+    with pytest.raises(claims.ClaimConflict, match="x 3 claimed"):
+        store.claim(node, new_uuid(), ONE)
+
+
+def test_configured_ratio_applies_without_a_node_ratio(conf, engine, store):
+    conf.set_override("cpu_allocation_ratio", 2.0, group="filter_scheduler")
+    node = add_node(engine, "a", vcpus=1, cpu_allocation_ratio=None)
+    store.claim(node, new_uuid(), ONE)
+    store.claim(node, new_uuid(), ONE)
+    with pytest.raises(claims.ClaimConflict):
+        store.claim(node, new_uuid(), ONE)
+
+
+def test_resource_not_asked_for_is_not_checked(engine, store):
+    # As in the filters: a flavor without disk fits an overcommitted disk.
+    node = add_node(engine, "a", local_gb=1)
+    store.claim(node, new_uuid(), claims.Usage(1, 512, 1))
+    store.claim(node, new_uuid(), claims.Usage(1, 512, 0))
+
+
+def test_missing_node_conflicts(store):
+    with pytest.raises(claims.ClaimConflict, match="no longer exists"):
+        store.claim(4242, new_uuid(), ONE)
+
+
+def test_second_claim_for_an_instance_returns_the_first(engine, store):
+    first, second = add_node(engine, "a"), add_node(engine, "b")
+    instance = new_uuid()
+    claim = store.claim(first, instance, ONE)
+    again = store.claim(second, instance, ONE)
+    assert again.existing
+    assert (again.allocation_id, again.host) == (claim.allocation_id, "a")
+    assert len(allocations(engine)) == 1
+    assert node_row(engine, second).generation == 0
+
+
+def test_find_returns_held_claims_only(engine, store):
+    node = add_node(engine, "a")
+    held = store.claim(node, new_uuid(), ONE)
+    found = store.find([held.instance_uuid, new_uuid()])
+    assert list(found) == [held.instance_uuid]
+    assert found[held.instance_uuid] == claims.Claim(
+        **{**held.__dict__, "existing": True})
+    assert store.find([]) == {}
+
+
+def test_find_reads_many_uuids_in_chunks(engine, store):
+    node = add_node(engine, "a", vcpus=1000, memory_mb=10**6,
+                    local_gb=10**4)
+    held = [store.claim(node, new_uuid(), ONE).instance_uuid
+            for _ in range(3)]
+    wanted = [new_uuid() for _ in range(1200)] + held
+    assert sorted(store.find(wanted)) == sorted(held)
+
+
+def test_release_frees_and_bumps(engine, store):
+    node = add_node(engine, "a", vcpus=1)
+    instance = new_uuid()
+    store.claim(node, instance, ONE)
+    generation = node_row(engine, node).generation
+    assert store.release(instance) is True
+    assert allocations(engine) == []
+    assert node_row(engine, node).generation == generation + 1
+    assert store.release(instance) is False
+    # The room is back.
+    store.claim(node, new_uuid(), ONE)
+
+
+def test_release_allocation_by_its_own_uuid(engine, store):
+    node = add_node(engine, "a")
+    claim = store.claim(node, new_uuid(), ONE)
+    assert store.release_allocation(new_uuid()) is False
+    assert store.release_allocation(claim.allocation_id) is True
+    assert allocations(engine) == []
+
+
+class _Orig(Exception):
+    def __init__(self, *args, sqlstate=None):
+        super().__init__(*args)
+        self.sqlstate = sqlstate
+
+
+@pytest.mark.parametrize("orig, transient", [
+    (_Orig("deadlock", sqlstate="40P01"), True),
+    (_Orig("serialization", sqlstate="40001"), True),
+    (_Orig(1213, "Deadlock found"), True),
+    (_Orig(1205, "Lock wait timeout"), True),
+    (_Orig(1062, "Duplicate entry"), False),
+    (_Orig("database is locked"), False),
+])
+def test_transient_errors(orig, transient):
+    error = sa_exc.OperationalError("SELECT 1", {}, orig)
+    assert claims.is_transient(error) is transient
+    assert claims.is_transient(ValueError("x")) is False
+
+
+def test_transient_error_is_retried(engine, store, monkeypatch):
+    node = add_node(engine, "a")
+    real = store._claim
+    calls = []
+
+    def flaky(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise sa_exc.OperationalError(
+                "INSERT", {}, _Orig("deadlock", sqlstate="40P01"))
+        return real(*args)
+
+    monkeypatch.setattr(store, "_claim", flaky)
+    store.claim(node, new_uuid(), ONE)
+    assert len(calls) == 2
+    assert len(allocations(engine)) == 1
+
+
+def test_other_database_errors_propagate_and_roll_back(engine, store,
+                                                       monkeypatch):
+    node = add_node(engine, "a")
+
+    def fail(conn, cursor, statement, *args):
+        if statement.lstrip().upper().startswith("INSERT INTO ALLOCATIONS"):
+            raise sa_exc.OperationalError(statement, {}, _Orig("disk I/O"))
+
+    sa.event.listen(engine, "before_cursor_execute", fail)
+    try:
+        with pytest.raises(sa_exc.OperationalError):
+            store.claim(node, new_uuid(), ONE)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", fail)
+    # The bump before the failing insert was rolled back.
+    assert node_row(engine, node).generation == 0
+    assert allocations(engine) == []
+    store.claim(node, new_uuid(), ONE)
+
+
+def test_sqlite_claims_are_serialised(engine, conf):
+    """BEGIN IMMEDIATE: with the window between the capacity check and
+    the insert widened, concurrent claims still never overfill a node."""
+    node = add_node(engine, "a", vcpus=3)
+
+    def slow_sum(conn, cursor, statement, *args):
+        if "sum(" in statement.lower():
+            time.sleep(0.02)
+
+    sa.event.listen(engine, "after_cursor_execute", slow_sum)
+    results: list[str] = []
+    start = threading.Barrier(8)
+
+    def worker():
+        store = claims.Claims(conf)
+        start.wait()
+        for _ in range(3):
+            try:
+                store.claim(node, new_uuid(), ONE)
+                results.append("claimed")
+            except claims.ClaimConflict:
+                results.append("conflict")
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sa.event.remove(engine, "after_cursor_execute", slow_sum)
+    assert results.count("claimed") == 3
+    assert results.count("conflict") == 21
+    assert len(allocations(engine)) == 3
+
+
+def test_concurrent_duplicate_claims_make_one_allocation(engine, conf):
+    nodes = [add_node(engine, f"h{i}") for i in range(4)]
+    instance = new_uuid()
+    got = []
+    start = threading.Barrier(4)
+
+    def worker(node):
+        start.wait()
+        got.append(claims.Claims(conf).claim(node, instance, ONE))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in nodes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({c.allocation_id for c in got}) == 1
+    assert sum(not c.existing for c in got) == 1
+    assert len(allocations(engine)) == 1

@@ -1,0 +1,949 @@
+"""SchedulerManager: validation, claims, retries, locks, over SQLite."""
+
+import datetime
+import logging
+import random
+import threading
+import time
+import uuid
+
+import hypothesis
+import jsonschema
+import pytest
+import sqlalchemy as sa
+from hypothesis import strategies as st
+from oslo_config import cfg
+from sqlalchemy import exc as sa_exc
+
+from scheduler import claims
+from scheduler import conf as scheduler_conf
+from scheduler import exception
+from scheduler import filter_scheduler
+from scheduler import manager
+from scheduler.conf import opts as scheduler_opts
+from scheduler.db import api as db_api
+from scheduler.db import locks
+from scheduler.db import migration
+from scheduler.db import models
+
+NODES = models.ComputeNode.__table__
+ALLOCATIONS = models.Allocation.__table__
+ENTRY_KEYS = {"host", "nodename", "uuid", "weight", "allocation_id"}
+
+
+@pytest.fixture
+def conf(tmp_path):
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    conf.set_override("connection", f"sqlite:///{tmp_path}/manager.sqlite",
+                      group="database")
+    conf.set_override("state_path", str(tmp_path))
+    for name, value in (("cpu_allocation_ratio", 1.0),
+                        ("ram_allocation_ratio", 1.0),
+                        ("disk_allocation_ratio", 1.0)):
+        conf.set_override(name, value, group="filter_scheduler")
+    migration.db_sync(db_api.get_engine(conf))
+    yield conf
+    db_api.dispose_engines()
+
+
+@pytest.fixture
+def engine(conf):
+    return db_api.get_engine(conf)
+
+
+def make_manager(conf, seed=1) -> manager.SchedulerManager:
+    return manager.SchedulerManager(conf, filter_scheduler.FilterScheduler(
+        conf, rng=random.Random(seed)))
+
+
+@pytest.fixture
+def mgr(conf):
+    return make_manager(conf)
+
+
+def add_node(engine, host: str, *, vcpus=2, memory_mb=8192, local_gb=100,
+             reported: datetime.datetime | None = None, **values) -> int:
+    now = models.utcnow()
+    row = {"uuid": str(uuid.uuid4()), "host": host,
+           "hypervisor_hostname": f"{host}.example.org", "cluster": "c1",
+           "availability_zone": "nova", "vcpus": vcpus,
+           "memory_mb": memory_mb, "local_gb": local_gb,
+           "metrics_updated_at": reported or now, "changed_at": now,
+           "updated_at": now}
+    row.update(values)
+    with engine.begin() as connection:
+        return connection.execute(
+            NODES.insert().values(**row)).inserted_primary_key[0]
+
+
+def fill_secretly(engine, node_id: int, vcpus: int) -> None:
+    """Claims the host caches cannot see: no generation bump."""
+    with engine.begin() as connection:
+        connection.execute(ALLOCATIONS.insert().values(
+            uuid=str(uuid.uuid4()), instance_uuid=str(uuid.uuid4()),
+            compute_node_id=node_id, vcpus=vcpus, memory_mb=0, disk_gb=0,
+            created_at=models.utcnow()))
+
+
+def allocations(engine) -> list:
+    with engine.connect() as connection:
+        return connection.execute(sa.select(ALLOCATIONS)).all()
+
+
+def used_vcpus(engine) -> dict[str, int]:
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.select(NODES.c.host, sa.func.sum(ALLOCATIONS.c.vcpus))
+            .join_from(NODES, ALLOCATIONS)
+            .group_by(NODES.c.host)).all()
+    return dict(rows)
+
+
+def uuids(count: int) -> list[str]:
+    return [str(uuid.uuid4()) for _ in range(count)]
+
+
+def spec(vcpus=1, ram=512, disk=1, **extra) -> dict:
+    return {"flavor": {"name": "m1", "vcpus": vcpus, "memory_mb": ram,
+                       "root_gb": disk}, **extra}
+
+
+# Validation
+
+FLAVOR = {"vcpus": 1, "memory_mb": 512, "root_gb": 1}
+
+
+@pytest.mark.parametrize("request_spec, message", [
+    ({"flavor": {**FLAVOR, "vcpus": "two"}},
+     "request_spec.flavor.vcpus: 'two' is not of type 'integer'"),
+    ({"flavor": {**FLAVOR, "vcpus": True}},
+     "request_spec.flavor.vcpus: True is not of type 'integer'"),
+    ({"flavor": {**FLAVOR, "memory_mb": -1}},
+     "request_spec.flavor.memory_mb: -1 is less than the minimum of 0"),
+    ({"flavor": {**FLAVOR, "vcpus": 4097}},
+     "request_spec.flavor.vcpus: 4097 is greater than the maximum of "
+     "4096"),
+    ({}, "request_spec.flavor: required but missing"),
+    ({"num_instances": 1}, "request_spec.flavor: required but missing"),
+    ({"flavor": {"vcpus": 1, "memory_mb": 512}},
+     "request_spec.flavor.root_gb: required but missing"),
+    ({"flavor": FLAVOR, "colour": "red"},
+     "request_spec.colour: unknown key (expected one of availability_zone,"
+     " cluster, flavor, force_hosts, force_nodes, ignore_hosts, image, "
+     "num_instances, requested_networks, scheduler_hints)"),
+    ({"flavor": {**FLAVOR, "swap": 1}},
+     "request_spec.flavor.swap: unknown key"),
+    ({"flavor": FLAVOR, "scheduler_hints": {"build_near_host_ip": "x"}},
+     "request_spec.scheduler_hints.build_near_host_ip: unknown key"),
+    ({"flavor": FLAVOR, "image": {"properties": {}, "id": "x"}},
+     "request_spec.image.id: unknown key"),
+    ({"flavor": FLAVOR, "ignore_hosts": ["h"] * 1001},
+     "request_spec.ignore_hosts: 1001 items, at most 1000 allowed"),
+    ({"flavor": FLAVOR, "force_hosts": ["h", 5]},
+     "request_spec.force_hosts[1]: 5 is not of type 'string'"),
+    ({"flavor": FLAVOR, "requested_networks": "net1"},
+     "request_spec.requested_networks: 'net1' is not of type 'array' or "
+     "'null'"),
+    ({"flavor": FLAVOR, "availability_zone": "z" * 256},
+     "request_spec.availability_zone: 'zzzz"),
+    ({"flavor": {**FLAVOR, "extra_specs": {"k": 1}}},
+     "request_spec.flavor.extra_specs.k: 1 is not of type 'string'"),
+    ({"flavor": {**FLAVOR, "extra_specs": {"k" * 256: "v"}}},
+     "request_spec.flavor.extra_specs: key 'kkkk"),
+    ({"flavor": {**FLAVOR, "extra_specs": {
+        f"k{i}": "v" for i in range(1001)}}},
+     "request_spec.flavor.extra_specs: 1001 keys, at most 1000 allowed"),
+    ({"flavor": FLAVOR, "num_instances": 0},
+     "request_spec.num_instances: 0 is less than the minimum of 1"),
+    ({"flavor": FLAVOR, "num_instances": 1001},
+     "request_spec.num_instances: 1001 is greater than the maximum of "
+     "1000"),
+    ({"flavor": FLAVOR, "scheduler_hints": {"group_policy": "spread"}},
+     "request_spec.scheduler_hints.group_policy: 'spread' is not one of "
+     "'affinity', 'anti-affinity', 'soft-affinity', 'soft-anti-affinity'"),
+    ({"flavor": FLAVOR, "scheduler_hints": {"same_host": "not-a-uuid"}},
+     "request_spec.scheduler_hints.same_host: 'not-a-uuid' is not a "
+     "'uuid'"),
+    ({"flavor": FLAVOR, "scheduler_hints": {"different_host": [
+        str(uuid.uuid4()), "x"]}},
+     "request_spec.scheduler_hints.different_host[1]: 'x' is not a "
+     "'uuid'"),
+    ({"flavor": FLAVOR, "image": {"properties": {"hw": [1]}}},
+     "request_spec.image.properties.hw: [1] is not of type 'string' or "
+     "'number' or 'boolean' or 'null'"),
+    ("flavor=m1", "request_spec: 'flavor=m1' is not of type 'object'"),
+    (None, "request_spec: None is not of type 'object'"),
+])
+def test_schema_rejections_name_the_field(mgr, engine, request_spec,
+                                          message):
+    add_node(engine, "a")
+    with pytest.raises(exception.InvalidRequest) as error:
+        mgr.select_destinations(request_spec, uuids(1))
+    assert str(error.value).startswith(message)
+    with pytest.raises(exception.InvalidRequest):
+        mgr.explain(request_spec)
+    assert allocations(engine) == []
+    # The manager keeps serving.
+    assert mgr.select_destinations(spec(), uuids(1))[0][0]["host"] == "a"
+
+
+def test_huge_payloads_are_refused_quickly_with_short_messages(mgr):
+    huge = {"flavor": {**FLAVOR, "name": "n" * 10**7},
+            "ignore_hosts": ["h" * 100] * 10**6}
+    started = time.perf_counter()
+    with pytest.raises(exception.InvalidRequest) as error:
+        mgr.select_destinations(huge, uuids(1))
+    assert time.perf_counter() - started < 0.5
+    assert len(str(error.value)) < 300
+    assert str(error.value).startswith("request_spec.flavor.name: 'nnnn")
+    assert "10000000 characters, at most 255" in str(error.value)
+
+
+def nested(depth: int) -> list:
+    query: list = []
+    for _ in range(depth - 1):
+        query = [query]
+    return query
+
+
+@pytest.mark.parametrize("query, message", [
+    ([["and"]] * 1000 + [["or"]],
+     "request_spec.scheduler_hints.query: 1001 items, at most 1000"),
+    ([[["=", 1, 1]] * 1000] * 20,
+     "request_spec.scheduler_hints.query: more than 10000 elements"),
+    (["and", {"op": "="}],
+     "request_spec.scheduler_hints.query: {'op': '='} is an object"),
+    (nested(40), "request_spec.scheduler_hints.query: nested deeper than "
+     "32"),
+    (["=", "$host", "h" * 256],
+     "request_spec.scheduler_hints.query: 'hhhh"),
+])
+def test_query_hint_is_bounded(mgr, query, message):
+    with pytest.raises(exception.InvalidRequest) as error:
+        mgr.select_destinations(spec(scheduler_hints={"query": query}),
+                                uuids(1))
+    assert str(error.value).startswith(message)
+
+
+@pytest.mark.parametrize("instance_uuids, message", [
+    ("abc", "instance_uuids: 'abc' is not of type 'array'"),
+    (["abc"], "instance_uuids[0]: 'abc' is not a 'uuid'"),
+    ([5], "instance_uuids[0]: 5 is not of type 'string'"),
+    ([], "instance_uuids: at least 1 item(s) required"),
+    (["6f1b6c3e-0d1f-4b8e-9b1a-2f1e3c4d5e6f"] * 2,
+     "instance_uuids: has duplicate items"),
+    (uuids(3), "instance_uuids: 3 uuid(s) for request_spec.num_instances "
+     "= 2"),
+    (uuids(1001), "instance_uuids: 1001 items, at most 1000 allowed"),
+])
+def test_bad_instance_uuids(mgr, engine, instance_uuids, message):
+    add_node(engine, "a")
+    with pytest.raises(exception.InvalidRequest) as error:
+        mgr.select_destinations(spec(num_instances=2), instance_uuids)
+    assert str(error.value).startswith(message)
+    assert allocations(engine) == []
+
+
+def test_num_instances_defaults_to_the_uuids(mgr, engine):
+    add_node(engine, "a", vcpus=4)
+    assert len(mgr.select_destinations(spec(), uuids(3))) == 3
+
+
+def test_bad_extra_spec_is_invalid_request(mgr, engine):
+    add_node(engine, "a")
+    bad = spec()
+    bad["flavor"]["extra_specs"] = {"resources:cpu.percent": "<lots"}
+    with pytest.raises(exception.InvalidRequest) as error:
+        mgr.select_destinations(bad, uuids(1))
+    assert "resources:cpu.percent" in str(error.value)
+    with pytest.raises(exception.InvalidRequest):
+        mgr.explain(bad)
+    assert allocations(engine) == []
+
+
+def test_full_spec_is_accepted(mgr, engine):
+    now = models.utcnow().isoformat() + "Z"
+    add_node(engine, "a", networks='["physnet1"]', vcpus=4,
+             metrics='[{"name": "cpu.percent", "value": 10.0, '
+             f'"timestamp": "{now}", "source": "test"}}]')
+    full = {
+        "flavor": {"name": "m1", "vcpus": 1, "memory_mb": 512,
+                   "root_gb": 1, "ephemeral_gb": 0,
+                   "extra_specs": {"resources:cpu.percent": "<= 90"}},
+        "num_instances": 2, "availability_zone": "nova", "cluster": "c1",
+        "scheduler_hints": {"group": "g1",
+                            "group_policy": "soft-anti-affinity",
+                            "different_host": [str(uuid.uuid4())],
+                            "query": '[">=", "$free_ram_mb", 512]'},
+        "ignore_hosts": ["b"], "force_hosts": ["a"],
+        "force_nodes": ["a.example.org"],
+        "requested_networks": ["physnet1"],
+        "image": {"properties": {"hw_arch": "x86_64", "hw_cores": 2}},
+    }
+    result = mgr.select_destinations(full, uuids(2))
+    assert [r[0]["host"] for r in result] == ["a", "a"]
+    assert {row.instance_group for row in allocations(engine)} == {"g1"}
+
+
+# The fast validity check agrees with jsonschema.
+
+_texts = st.one_of(st.sampled_from(
+    ["", "a", "x" * 255, "x" * 256, "6f1b6c3e-0d1f-4b8e-9b1a-2f1e3c4d5e6f",
+     "affinity", "anti-affinity", "soft-affinity", "nope"]), st.text(
+        max_size=5))
+_scalars = st.one_of(st.none(), st.booleans(), _texts,
+                     st.integers(-2, 2**31 + 1), st.sampled_from(
+                         [0, 1, 4096, 4097, 1000, 1001, 2**31 - 1]),
+                     st.floats(allow_nan=False, allow_infinity=False),
+                     st.sampled_from([1.0, 2.5]))
+_values = st.recursive(_scalars, lambda children: st.one_of(
+    st.lists(children, max_size=4),
+    st.dictionaries(_texts, children, max_size=3)), max_leaves=8)
+_KEYS = {
+    "": ["flavor", "num_instances", "availability_zone", "cluster",
+         "scheduler_hints", "ignore_hosts", "force_hosts", "force_nodes",
+         "requested_networks", "image", "other"],
+    "flavor": ["name", "vcpus", "memory_mb", "root_gb", "ephemeral_gb",
+               "extra_specs", "other"],
+    "scheduler_hints": ["same_host", "different_host", "group",
+                        "group_policy", "query", "other"],
+    "image": ["properties", "other"],
+}
+
+
+@st.composite
+def request_specs(draw, path=""):
+    keys = draw(st.lists(st.sampled_from(_KEYS[path]), max_size=7,
+                         unique=True))
+    result = {}
+    for key in keys:
+        if key in _KEYS and draw(st.booleans()):
+            result[key] = draw(request_specs(key))
+        elif key in ("extra_specs", "properties") and draw(st.booleans()):
+            result[key] = draw(st.dictionaries(_texts, _scalars,
+                                               max_size=3))
+        else:
+            result[key] = draw(_values)
+    if path == "" and draw(st.integers(0, 3)):
+        result["flavor"] = {"vcpus": draw(_scalars),
+                            "memory_mb": draw(_scalars),
+                            "root_gb": draw(st.integers(-1, 2**30))}
+    return result
+
+
+@hypothesis.settings(max_examples=400, deadline=None)
+@hypothesis.given(request_specs())
+def test_fast_check_agrees_with_jsonschema(request_spec):
+    spec_checker, _ = manager._checkers()
+    valid = jsonschema.Draft202012Validator(
+        manager.request_spec_schema(),
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    ).is_valid(request_spec)
+    assert spec_checker.fast(request_spec) is valid
+    try:
+        manager.validate_request(request_spec)
+    except exception.InvalidRequest as error:
+        assert not valid or "query" in str(error)
+        assert str(error).startswith("request_spec")
+    else:
+        assert valid
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(st.one_of(_values, st.lists(_texts, max_size=4)))
+def test_fast_uuid_check_agrees_with_jsonschema(instance_uuids):
+    _, uuids_checker = manager._checkers()
+    schema = manager.request_spec_schema()["$defs"]["instance_uuids"]
+    valid = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    ).is_valid(instance_uuids)
+    assert uuids_checker.fast(instance_uuids) is valid
+
+
+def test_schema_ships_with_the_package():
+    schema = manager.request_spec_schema()
+    assert schema["$schema"] == ("https://json-schema.org/draft/2020-12/"
+                                 "schema")
+    assert schema["required"] == ["flavor"]
+
+
+# Placement and reply shape
+
+
+def test_reply_shape_and_claim(mgr, engine):
+    node_uuids = {}
+    for name in ("a", "b", "c", "d"):
+        node_id = add_node(engine, name, memory_mb={"a": 4096}.get(
+            name, 8192))
+        node_uuids[name] = node_id
+    instance = uuids(1)
+    result = mgr.select_destinations(spec(), instance)
+    assert len(result) == 1 and len(result[0]) == 1
+    entry = result[0][0]
+    assert set(entry) == ENTRY_KEYS
+    row, = allocations(engine)
+    assert entry["allocation_id"] == row.uuid
+    assert row.instance_uuid == instance[0]
+    with engine.connect() as connection:
+        node = connection.execute(sa.select(NODES).where(
+            NODES.c.id == row.compute_node_id)).one()
+    assert (entry["host"], entry["nodename"], entry["uuid"]) == (
+        node.host, node.hypervisor_hostname, node.uuid)
+    assert isinstance(entry["weight"], float)
+
+
+def test_alternates_follow_the_chosen_host(conf, mgr, engine):
+    for name, ram in (("a", 4096), ("b", 16384), ("c", 8192), ("d", 2048)):
+        add_node(engine, name, memory_mb=ram)
+    conf.set_override("weight_classes", ["RAMWeigher"],
+                      group="filter_scheduler")
+    result, = make_manager(conf).select_destinations(
+        spec(), uuids(1), return_alternates=True)
+    assert [e["host"] for e in result] == ["b", "c", "a"]
+    assert result[0]["allocation_id"] is not None
+    assert [e["allocation_id"] for e in result[1:]] == [None, None]
+    assert result[0]["weight"] >= result[1]["weight"] >= result[2]["weight"]
+    assert all(set(e) == ENTRY_KEYS for e in result)
+
+
+def test_max_attempts_bounds_the_alternates(conf, engine):
+    for name in "abcde":
+        add_node(engine, name)
+    conf.set_override("max_attempts", 2, group="filter_scheduler")
+    result, = make_manager(conf).select_destinations(
+        spec(), uuids(1), return_alternates=True)
+    assert len(result) == 2
+
+
+def test_multi_instance_reply_has_one_list_per_instance(mgr, engine):
+    add_node(engine, "a", vcpus=2)
+    add_node(engine, "b", vcpus=2)
+    instances = uuids(4)
+    result = mgr.select_destinations(spec(num_instances=4), instances,
+                                     return_alternates=True)
+    assert len(result) == 4
+    assert sorted(r[0]["host"] for r in result) == ["a", "a", "b", "b"]
+    by_instance = {row.instance_uuid: row.uuid for row in allocations(engine)}
+    assert [by_instance[u] for u in instances] == [
+        r[0]["allocation_id"] for r in result]
+
+
+def test_without_instance_uuids_the_allocation_id_is_the_handle(mgr,
+                                                                engine):
+    add_node(engine, "a", vcpus=1)
+    entry = mgr.select_destinations(spec())[0][0]
+    row, = allocations(engine)
+    assert row.instance_uuid == row.uuid == entry["allocation_id"]
+    assert mgr.release(entry["allocation_id"]) is True
+    assert allocations(engine) == []
+
+
+def test_no_valid_host_summarises_why(mgr, engine):
+    add_node(engine, "a", vcpus=1)
+    add_node(engine, "b", vcpus=1, disabled=True)
+    with pytest.raises(exception.NoValidHost) as error:
+        mgr.select_destinations(spec(vcpus=2), uuids(1))
+    assert str(error.value) == ("0/2 hosts available: 1 ComputeFilter "
+                                "(disabled), 1 CoreFilter (insufficient "
+                                "vCPUs)")
+    assert mgr.stats.as_dict()["no_valid_host"] == 1
+
+
+def test_explain_claims_nothing(mgr, engine):
+    add_node(engine, "a")
+    add_node(engine, "b", vcpus=1)
+    result = mgr.explain(spec(vcpus=2))
+    assert result["selected"] == ["a"]
+    assert result["summary"] == ""
+    assert {h["host"]: h["filtered_by"] for h in result["hosts"]} == {
+        "a": None, "b": "CoreFilter"}
+    assert allocations(engine) == []
+    nothing = mgr.explain(spec(vcpus=3))
+    assert nothing["selected"] == []
+    assert nothing["summary"].startswith("0/2 hosts available")
+
+
+# Idempotency and release
+
+
+def test_retry_returns_the_same_claim(mgr, engine):
+    for name in "abc":
+        add_node(engine, name)
+    instance = uuids(1)
+    first = mgr.select_destinations(spec(), instance)[0][0]
+    again = mgr.select_destinations(spec(), instance,
+                                    return_alternates=True)[0][0]
+    assert again["allocation_id"] == first["allocation_id"]
+    assert (again["host"], again["uuid"]) == (first["host"], first["uuid"])
+    assert len(allocations(engine)) == 1
+    assert mgr.stats.as_dict()["idempotent"] == 1
+
+
+def test_retry_with_room_left_gets_its_claim_and_fresh_alternates(
+        conf, engine):
+    conf.set_override("weight_classes", ["RAMWeigher"],
+                      group="filter_scheduler")
+    add_node(engine, "a", memory_mb=4096)
+    add_node(engine, "b", memory_mb=10240)
+    add_node(engine, "c", memory_mb=8192)
+    mgr = make_manager(conf)
+    instance = uuids(1)
+    first = mgr.select_destinations(spec(ram=4096), instance)[0][0]
+    assert first["host"] == "b"
+    # Now "c" has the most free RAM: the retry's decision picks it, the
+    # insert finds the claim on "b".
+    again = mgr.select_destinations(spec(ram=4096), instance,
+                                    return_alternates=True)[0]
+    assert again[0]["allocation_id"] == first["allocation_id"]
+    assert again[0]["host"] == "b"
+    assert [e["host"] for e in again[1:]] == ["a"]
+    assert len(allocations(engine)) == 1
+
+
+def test_concurrent_duplicate_requests_share_one_claim(conf, engine):
+    for name in "abcd":
+        add_node(engine, name)
+    instances = uuids(2)
+    replies = []
+    start = threading.Barrier(4)
+
+    def worker(seed):
+        mgr = make_manager(conf, seed=seed)
+        start.wait()
+        replies.append(mgr.select_destinations(spec(num_instances=2),
+                                               instances))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(replies) == 4
+    rows = allocations(engine)
+    assert sorted(row.instance_uuid for row in rows) == sorted(instances)
+    for reply in replies:
+        assert {r[0]["allocation_id"] for r in reply} == {
+            row.uuid for row in rows}
+
+
+def test_retry_holds_even_when_the_fleet_is_full(mgr, engine):
+    add_node(engine, "a", vcpus=1)
+    instance = uuids(1)
+    first = mgr.select_destinations(spec(), instance)[0][0]
+    assert mgr.select_destinations(spec(), instance)[0][0] == {
+        **first, "weight": None}
+
+
+def test_retry_of_a_partly_claimed_request_claims_the_rest(mgr, engine):
+    add_node(engine, "a", vcpus=3)
+    instances = uuids(3)
+    first = mgr.select_destinations(spec(), instances[:1])[0][0]
+    result = mgr.select_destinations(spec(num_instances=3), instances)
+    assert result[0][0]["allocation_id"] == first["allocation_id"]
+    assert len({r[0]["allocation_id"] for r in result}) == 3
+    assert len(allocations(engine)) == 3
+
+
+def test_release_frees_capacity(mgr, engine):
+    add_node(engine, "a", vcpus=1)
+    instance = uuids(1)
+    mgr.select_destinations(spec(), instance)
+    with pytest.raises(exception.NoValidHost):
+        mgr.select_destinations(spec(), uuids(1))
+    assert mgr.release(instance[0]) is True
+    assert mgr.release(instance[0]) is False
+    assert mgr.select_destinations(spec(), uuids(1))[0][0]["host"] == "a"
+
+
+@pytest.mark.parametrize("bad", ["abc", 5, None])
+def test_release_validates_the_uuid(mgr, bad):
+    with pytest.raises(exception.InvalidRequest, match="instance_uuid: "):
+        mgr.release(bad)
+
+
+# Multi-instance rollback
+
+
+def test_multi_instance_failure_leaves_nothing_claimed(mgr, engine,
+                                                       monkeypatch):
+    add_node(engine, "a", vcpus=2)
+    add_node(engine, "b", vcpus=2)
+    # The decision believes all four fit; then a concurrent scheduler
+    # fills the third instance's host: it goes to the alternate, and the
+    # fourth instance finds both hosts full.
+    real = claims.Claims.claim
+    count = []
+
+    def claim(self, node_id, *args, **kwargs):
+        count.append(node_id)
+        if len(count) == 3:
+            fill_secretly(engine, node_id, 2)
+        return real(self, node_id, *args, **kwargs)
+
+    monkeypatch.setattr(claims.Claims, "claim", claim)
+    conf = mgr.conf
+    conf.set_override("max_claim_rounds", 1, group="scheduler")
+    with pytest.raises(exception.NoValidHost, match="could not be claimed"):
+        mgr.select_destinations(spec(num_instances=4), uuids(4))
+    # Only the concurrent scheduler's claim remains.
+    assert [row.vcpus for row in allocations(engine)] == [2]
+    assert mgr.stats.as_dict()["rolled_back"] == 3
+
+
+def test_multi_instance_rollback_keeps_earlier_claims(mgr, engine):
+    add_node(engine, "a", vcpus=2)
+    instances = uuids(3)
+    held = mgr.select_destinations(spec(), instances[:1])[0][0]
+    with pytest.raises(exception.NoValidHost):
+        mgr.select_destinations(spec(num_instances=3), instances)
+    row, = allocations(engine)
+    assert (row.uuid, row.instance_uuid) == (held["allocation_id"],
+                                             instances[0])
+
+
+def test_database_error_mid_request_rolls_back(mgr, engine, monkeypatch):
+    add_node(engine, "a", vcpus=4)
+    real = claims.Claims.claim
+    count = []
+
+    def claim(self, *args, **kwargs):
+        count.append(1)
+        if len(count) == 2:
+            raise sa_exc.OperationalError("INSERT", {}, Exception(
+                "server closed the connection unexpectedly"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(claims.Claims, "claim", claim)
+    with pytest.raises(claims.DatabaseError) as error:
+        mgr.select_destinations(spec(num_instances=3), uuids(3))
+    assert "select_destinations failed on a database error" in str(
+        error.value)
+    assert "server closed the connection unexpectedly" in str(error.value)
+    assert allocations(engine) == []
+    monkeypatch.setattr(claims.Claims, "claim", real)
+    assert len(mgr.select_destinations(spec(num_instances=3),
+                                       uuids(3))) == 3
+
+
+def test_database_down_during_refresh_is_a_clear_error(mgr, engine,
+                                                       monkeypatch):
+    add_node(engine, "a")
+
+    def down(*args, **kwargs):
+        raise sa_exc.OperationalError("SELECT", {}, Exception("refused"))
+
+    monkeypatch.setattr(mgr.host_manager, "host_states", down)
+    with pytest.raises(claims.DatabaseError, match="unreachable.*refused"):
+        mgr.select_destinations(spec(), uuids(1))
+    monkeypatch.undo()
+    assert mgr.select_destinations(spec(), uuids(1))
+
+
+# Conflicts
+
+
+def test_conflict_moves_on_to_the_alternate(conf, engine):
+    conf.set_override("weight_classes", ["RAMWeigher"],
+                      group="filter_scheduler")
+    best = add_node(engine, "a", memory_mb=16384)
+    add_node(engine, "b")
+    add_node(engine, "c", memory_mb=4096)
+    mgr = make_manager(conf)
+    mgr.host_manager.host_states()
+    fill_secretly(engine, best, 2)
+    result, = mgr.select_destinations(spec(), uuids(1),
+                                      return_alternates=True)
+    assert [e["host"] for e in result] == ["b", "c"]
+    stats = mgr.stats.as_dict()
+    assert (stats["conflicts"], stats["redecisions"]) == (1, 0)
+    assert used_vcpus(engine) == {"a": 2, "b": 1}
+
+
+def test_all_candidates_taken_means_a_new_decision(conf, engine,
+                                                   monkeypatch):
+    conf.set_override("max_attempts", 1, group="filter_scheduler")
+    conf.set_override("weight_classes", ["RAMWeigher"],
+                      group="filter_scheduler")
+    best = add_node(engine, "a", memory_mb=16384)
+    add_node(engine, "b")
+    mgr = make_manager(conf)
+    stale = mgr.host_manager.host_states()
+    # A concurrent scheduler fills "a" (bumping it, as claims do) after
+    # this one read its cache.
+    claims.Claims(conf).claim(best, str(uuid.uuid4()),
+                              claims.Usage(2, 0, 0))
+    real = mgr.host_manager.host_states
+    calls = []
+
+    def host_states():
+        calls.append(1)
+        return stale if len(calls) == 1 else real()
+
+    monkeypatch.setattr(mgr.host_manager, "host_states", host_states)
+    result, = mgr.select_destinations(spec(), uuids(1))
+    assert result[0]["host"] == "b"
+    stats = mgr.stats.as_dict()
+    assert (stats["conflicts"], stats["redecisions"]) == (1, 1)
+
+
+def test_decision_rounds_are_bounded(conf, engine, monkeypatch):
+    conf.set_override("max_claim_rounds", 3, group="scheduler")
+    node = add_node(engine, "a")
+    mgr = make_manager(conf)
+    stale = mgr.host_manager.host_states()
+    fill_secretly(engine, node, 2)
+    monkeypatch.setattr(mgr.host_manager, "host_states", lambda: stale)
+    with pytest.raises(exception.NoValidHost) as error:
+        mgr.select_destinations(spec(), uuids(1))
+    assert str(error.value).startswith(
+        "1 instance(s) could not be claimed in 3 decision round(s)")
+    assert "(last ones: a, a, a)" in str(error.value)
+    assert mgr.stats.as_dict()["conflicts"] == 3
+
+
+def test_concurrent_threads_never_overfill(conf, engine):
+    for name in "abc":
+        add_node(engine, name, vcpus=4)
+    conf.set_override("host_subset_size", 3, group="filter_scheduler")
+    mgr = make_manager(conf)
+    outcomes = []
+    start = threading.Barrier(8)
+
+    def worker():
+        start.wait()
+        for _ in range(3):
+            try:
+                mgr.select_destinations(spec(), uuids(1))
+                outcomes.append("ok")
+            except exception.NoValidHost:
+                outcomes.append("full")
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes.count("ok") == 12
+    assert outcomes.count("full") == 12
+    assert used_vcpus(engine) == {"a": 4, "b": 4, "c": 4}
+
+
+# cluster_lock
+
+
+def test_cluster_lock_serialises_per_cluster(conf, engine):
+    add_node(engine, "a", cluster="c1")
+    add_node(engine, "b", cluster="c2")
+    conf.set_override("cluster_lock", True, group="scheduler")
+    conf.set_override("lock_acquire_timeout", 0.2, group="scheduler")
+    mgr = make_manager(conf)
+    assert mgr.select_destinations(spec(cluster="c1"),
+                                   uuids(1))[0][0]["host"] == "a"
+    with locks.database_lock(engine, "cluster:c1", 1):
+        started = time.monotonic()
+        with pytest.raises(locks.LockTimeout, match="cluster:c1"):
+            mgr.select_destinations(spec(cluster="c1"), uuids(1))
+        assert time.monotonic() - started >= 0.2
+        # Other clusters are not held up.
+        assert mgr.select_destinations(spec(cluster="c2"),
+                                       uuids(1))[0][0]["host"] == "b"
+    assert len(allocations(engine)) == 2
+    assert mgr.select_destinations(spec(cluster="c1"), uuids(1))
+
+
+def test_cluster_lock_without_cluster_uses_the_dash_lock(conf, engine):
+    add_node(engine, "a")
+    conf.set_override("cluster_lock", True, group="scheduler")
+    conf.set_override("lock_acquire_timeout", 0.1, group="scheduler")
+    mgr = make_manager(conf)
+    with locks.database_lock(engine, "cluster:-", 1), \
+            pytest.raises(locks.LockTimeout, match="cluster:-"):
+        mgr.select_destinations(spec(), uuids(1))
+    assert mgr.select_destinations(spec(), uuids(1))
+
+
+def test_cluster_lock_waits_for_the_holder(conf, engine):
+    add_node(engine, "a")
+    conf.set_override("cluster_lock", True, group="scheduler")
+    mgr = make_manager(conf)
+    held = threading.Event()
+
+    def holder():
+        with locks.database_lock(engine, "cluster:c1", 1):
+            held.set()
+            time.sleep(0.3)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait()
+    started = time.monotonic()
+    assert mgr.select_destinations(spec(cluster="c1"), uuids(1))
+    assert time.monotonic() - started >= 0.2
+    thread.join()
+
+
+def test_lock_hold_timeout_stops_the_pass(conf, engine, monkeypatch,
+                                          caplog):
+    add_node(engine, "a", vcpus=4)
+    conf.set_override("cluster_lock", True, group="scheduler")
+    conf.set_override("lock_hold_timeout", 0.1, group="scheduler")
+    mgr = make_manager(conf)
+    real = mgr.claims.claim
+    calls = []
+
+    def slow_claim(*args, **kwargs):
+        calls.append(1)
+        time.sleep(0.15)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mgr.claims, "claim", slow_claim)
+    with caplog.at_level(logging.WARNING, logger="scheduler.manager"), \
+            pytest.raises(manager.LockHoldTimeout) as error:
+        mgr.select_destinations(spec(num_instances=3), uuids(3))
+    assert isinstance(error.value, exception.NoValidHost)
+    assert "lock_hold_timeout (0.1 s)" in str(error.value)
+    assert "lock_hold_timeout" in caplog.text
+    # It stopped before the second claim and undid the first.
+    assert len(calls) == 1
+    assert allocations(engine) == []
+    # The lock was released: another pass takes it at once.
+    monkeypatch.setattr(mgr.claims, "claim", real)
+    conf.set_override("lock_acquire_timeout", 0.1, group="scheduler")
+    assert len(mgr.select_destinations(spec(num_instances=3),
+                                       uuids(3))) == 3
+
+
+def test_pass_finishing_after_the_hold_limit_keeps_its_claim(
+        conf, engine, monkeypatch, caplog):
+    add_node(engine, "a")
+    conf.set_override("cluster_lock", True, group="scheduler")
+    conf.set_override("lock_hold_timeout", 0.05, group="scheduler")
+    mgr = make_manager(conf)
+    real = mgr.claims.claim
+
+    def slow_claim(*args, **kwargs):
+        time.sleep(0.1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mgr.claims, "claim", slow_claim)
+    with caplog.at_level(logging.WARNING, logger="scheduler.manager"):
+        assert mgr.select_destinations(spec(), uuids(1))
+    assert "kept its claims" in caplog.text
+    assert len(allocations(engine)) == 1
+
+
+# pending_retry_timeout
+
+
+def pending_fleet(mgr, engine, count=2) -> list[str]:
+    """One host, full of claims newer than its last report."""
+    add_node(engine, "a", vcpus=count, reported=models.utcnow()
+             - datetime.timedelta(minutes=1))
+    held = uuids(count)
+    mgr.select_destinations(spec(num_instances=count), held)
+    return held
+
+
+def test_pending_claims_make_the_request_wait(conf, mgr, engine):
+    conf.set_override("pending_retry_timeout", 5, group="scheduler")
+    held = pending_fleet(mgr, engine)
+
+    def release_later():
+        time.sleep(0.3)
+        mgr.release(held[0])
+
+    thread = threading.Thread(target=release_later)
+    thread.start()
+    started = time.monotonic()
+    result = mgr.select_destinations(spec(), uuids(1))
+    waited = time.monotonic() - started
+    thread.join()
+    assert result[0][0]["host"] == "a"
+    assert 0.3 <= waited < 3
+    assert mgr.stats.as_dict()["pending_waits"] >= 1
+
+
+def test_pending_wait_ends_with_no_valid_host(conf, mgr, engine):
+    conf.set_override("pending_retry_timeout", 0.6, group="scheduler")
+    pending_fleet(mgr, engine)
+    started = time.monotonic()
+    with pytest.raises(exception.NoValidHost, match="CoreFilter"):
+        mgr.select_destinations(spec(), uuids(1))
+    assert 0.6 <= time.monotonic() - started < 2
+
+
+def test_no_wait_without_pending_claims(conf, mgr, engine):
+    conf.set_override("pending_retry_timeout", 5, group="scheduler")
+    node = add_node(engine, "a", vcpus=1)
+    mgr.select_destinations(spec(), uuids(1))
+    # The node's report now includes the claim: nothing is pending.
+    with engine.begin() as connection:
+        connection.execute(NODES.update().where(NODES.c.id == node).values(
+            metrics_updated_at=models.utcnow(),
+            changed_at=models.utcnow()))
+    started = time.monotonic()
+    with pytest.raises(exception.NoValidHost):
+        mgr.select_destinations(spec(), uuids(1))
+    assert time.monotonic() - started < 0.5
+    assert mgr.stats.as_dict()["pending_waits"] == 0
+
+
+def test_pending_claims_elsewhere_do_not_make_it_wait(conf, mgr, engine):
+    conf.set_override("pending_retry_timeout", 5, group="scheduler")
+    pending_fleet(mgr, engine)
+    add_node(engine, "b", vcpus=1, cluster="c2",
+             reported=models.utcnow() + datetime.timedelta(minutes=1))
+    mgr.select_destinations(spec(cluster="c2"), uuids(1))
+    started = time.monotonic()
+    with pytest.raises(exception.NoValidHost):
+        mgr.select_destinations(spec(cluster="c2"), uuids(1))
+    assert time.monotonic() - started < 0.5
+
+
+def test_pending_wait_does_not_hold_the_cluster_lock(conf, mgr, engine):
+    conf.set_override("pending_retry_timeout", 5, group="scheduler")
+    conf.set_override("cluster_lock", True, group="scheduler")
+    held = pending_fleet(mgr, engine)
+    done = []
+
+    def waiter():
+        done.append(mgr.select_destinations(spec(cluster="c1"), uuids(1)))
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    time.sleep(0.2)
+    # The waiting request does not hold cluster:c1 while it sleeps.
+    with locks.database_lock(engine, "cluster:c1", 0.5):
+        pass
+    mgr.release(held[1])
+    thread.join(5)
+    assert done and done[0][0][0]["host"] == "a"
+
+
+# [scheduler] options
+
+
+def test_scheduler_options_and_defaults(conf):
+    opts = conf.scheduler
+    assert (opts.workers, opts.cluster_lock, opts.lock_acquire_timeout,
+            opts.lock_hold_timeout, opts.pending_retry_timeout,
+            opts.max_claim_rounds) == (1, False, 30.0, 60.0, 0.0, 10)
+    listed = {group.name if hasattr(group, "name") else group:
+              [opt.name for opt in group_opts]
+              for group, group_opts in scheduler_opts.list_opts()}
+    assert listed["scheduler"] == [
+        "workers", "max_claim_rounds", "cluster_lock",
+        "lock_acquire_timeout", "lock_hold_timeout",
+        "pending_retry_timeout"]
+    for opt in scheduler_conf.scheduler.scheduler_opts:
+        assert opt.help
+
+
+@pytest.mark.parametrize("name, value", [
+    ("workers", 0), ("max_claim_rounds", 0), ("lock_acquire_timeout", 0),
+    ("lock_hold_timeout", -1), ("pending_retry_timeout", -1)])
+def test_scheduler_options_are_bounded(conf, name, value):
+    with pytest.raises(ValueError):
+        conf.set_override(name, value, group="scheduler")

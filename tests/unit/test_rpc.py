@@ -1,0 +1,533 @@
+"""The RPC endpoint and client over an in-process ``kombu+memory`` bus.
+
+A fake manager stands in for ``SchedulerManager``: these tests are about
+what crosses the bus (arguments, results, exceptions, notifications), not
+about scheduling. Each test gets its own exchange and topics, as kombu's
+memory broker is shared by the whole process.
+"""
+
+import logging
+import queue
+import threading
+import uuid
+
+import pytest
+from oslo_config import cfg
+
+from scheduler import conf as scheduler_conf
+from scheduler import exception
+from scheduler import extra_specs
+from scheduler import rpc
+from scheduler.cmd import service as service_cmd
+from scheduler.conf import messaging as messaging_conf
+from scheduler.db import locks
+from scheduler.rpc import rpcapi
+from scheduler.rpc import server
+
+UUID1 = "6f1e4a5c-0000-4000-8000-000000000001"
+UUID2 = "6f1e4a5c-0000-4000-8000-000000000002"
+SPEC = {"flavor": {"name": "m1.small", "vcpus": 1, "memory_mb": 512,
+                   "root_gb": 1}}
+SELECTION = [{"host": "node-1", "nodename": "node-1",
+              "uuid": "4c3b2a10-0000-4000-8000-00000000000a", "weight": 1.5,
+              "allocation_id": "a1"},
+             {"host": "node-2", "nodename": "node-2",
+              "uuid": "4c3b2a10-0000-4000-8000-00000000000b", "weight": 0.5,
+              "allocation_id": None}]
+
+
+def _messaging():
+    # Imported after scheduler.rpc selected oslo.service's threading
+    # backend (DESIGN §8); a top-level import would sort before it.
+    import oslo_messaging
+    return oslo_messaging
+
+
+class FakeManager:
+    """Records calls; ``error`` (an exception) is raised by every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+        self.error: BaseException | None = None
+        self.released: set[str] = {UUID1}
+
+    def _record(self, *call: object) -> None:
+        self.calls.append(call)
+        if self.error is not None:
+            raise self.error
+
+    def select_destinations(self, request_spec, instance_uuids=None,
+                            return_alternates=False):
+        self._record("select_destinations", request_spec, instance_uuids,
+                     return_alternates)
+        count = len(instance_uuids or [None])
+        return [SELECTION if return_alternates else SELECTION[:1]
+                for _ in range(count)]
+
+    def explain(self, request_spec):
+        self._record("explain", request_spec)
+        return {"selected": ["node-1"], "summary": "", "hosts": []}
+
+    def release(self, instance_uuid):
+        self._record("release", instance_uuid)
+        return instance_uuid in self.released
+
+
+def _make_conf() -> cfg.ConfigOpts:
+    """A private ConfigOpts on kombu+memory with names of its own."""
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    messaging_conf.register_messaging_opts(conf)
+    conf([])
+    unique = uuid.uuid4().hex[:12]
+    conf.set_override("transport_url", "kombu+memory:////")
+    conf.set_override("control_exchange", f"test-{unique}")
+    conf.set_override("scheduler_topic", f"scheduler-{unique}")
+    conf.set_override("host", "sched-1")
+    conf.set_override("topics", [f"notifications-{unique}"],
+                      group="oslo_messaging_notifications")
+    return conf
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.events: queue.Queue = queue.Queue()
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        self.events.put((ctxt, publisher_id, event_type, payload))
+
+
+def _listen(conf: cfg.ConfigOpts):
+    om = _messaging()
+    transport = om.get_notification_transport(conf)
+    collector = _Collector()
+    listener = om.get_notification_listener(
+        transport, [om.Target(topic=conf.oslo_messaging_notifications
+                              .topics[0])], [collector])
+    listener.start()
+    return transport, listener, collector.events
+
+
+class _Bus:
+    """One server, client and notification listener for the module:
+    stopping an oslo.messaging server or listener takes a second (its
+    poll interval), which per test would dominate the run time."""
+
+    def __init__(self) -> None:
+        self.conf = _make_conf()
+        self.manager = FakeManager()
+        self.service = server.SchedulerRPCService(self.conf, self.manager)
+        assert self.service.start()
+        self.api = rpcapi.SchedulerAPI(self.conf, timeout=10)
+        self.transport, self.listener, self.events = _listen(self.conf)
+
+    def close(self) -> None:
+        self.api.close()
+        self.service.stop()
+        self.listener.stop()
+        self.listener.wait()
+        self.transport.cleanup()
+
+
+@pytest.fixture(scope="module")
+def bus():
+    bus = _Bus()
+    yield bus
+    bus.close()
+
+
+@pytest.fixture
+def manager(bus) -> FakeManager:
+    """The shared server's manager, reset for the test."""
+    bus.manager.__init__()
+    return bus.manager
+
+
+@pytest.fixture
+def api(bus, manager) -> rpcapi.SchedulerAPI:
+    return bus.api
+
+
+@pytest.fixture
+def service(bus) -> server.SchedulerRPCService:
+    return bus.service
+
+
+@pytest.fixture
+def notifications(bus, manager) -> queue.Queue:
+    """(ctxt, publisher_id, event_type, payload) received from now on."""
+    # Wait for the notifications of earlier tests' calls, then drop them.
+    while True:
+        try:
+            bus.events.get(timeout=0.2)
+        except queue.Empty:
+            return bus.events
+
+
+@pytest.fixture
+def conf() -> cfg.ConfigOpts:
+    """A ConfigOpts of its own, for tests that start their own server."""
+    return _make_conf()
+
+
+def _next(events: queue.Queue) -> tuple:
+    return events.get(timeout=10)
+
+
+# Round trips
+
+
+def test_select_destinations_round_trip(api, manager):
+    result = api.select_destinations(SPEC, [UUID1, UUID2],
+                                     return_alternates=True)
+    assert result == [SELECTION, SELECTION]
+    assert manager.calls == [("select_destinations", SPEC, [UUID1, UUID2],
+                              True)]
+
+
+def test_select_destinations_defaults(api, manager):
+    assert api.select_destinations(SPEC) == [SELECTION[:1]]
+    assert manager.calls == [("select_destinations", SPEC, None, False)]
+
+
+def test_explain_round_trip(api, manager):
+    assert api.explain(SPEC) == {"selected": ["node-1"], "summary": "",
+                                 "hosts": []}
+    assert manager.calls == [("explain", SPEC)]
+
+
+def test_release_round_trip(api, manager):
+    assert api.release(UUID1) is True
+    assert api.release(UUID2) is False
+    assert manager.calls == [("release", UUID1), ("release", UUID2)]
+
+
+# Exceptions
+
+
+@pytest.mark.parametrize("error", [
+    exception.NoValidHost("0/3 hosts available: 3 RamFilter (insufficient "
+                          "RAM)"),
+    exception.InvalidRequest("request_spec.flavor.vcpus: 'two' is not of "
+                             "type 'integer'"),
+])
+def test_contract_errors_arrive_as_the_same_class(api, manager, error):
+    manager.error = error
+    with pytest.raises(type(error)) as raised:
+        api.select_destinations(SPEC, [UUID1])
+    # The class itself, not oslo.messaging's "_Remote" subclass, and the
+    # message without the server's traceback.
+    assert type(raised.value) is type(error)
+    assert str(raised.value) == str(error)
+
+
+def test_invalid_extra_spec_arrives_as_invalid_request(api, manager):
+    error = extra_specs.InvalidExtraSpec("resources:cpu.percent", "abc",
+                                         "max, min or <op><number>")
+    manager.error = error
+    with pytest.raises(exception.InvalidRequest) as raised:
+        api.explain(SPEC)
+    assert type(raised.value) is exception.InvalidRequest
+    assert str(raised.value) == str(error)
+    assert "resources:cpu.percent" in str(raised.value)
+
+
+def test_subclass_of_no_valid_host_arrives_as_no_valid_host(api, manager):
+    class LockHeldTooLong(exception.NoValidHost):
+        pass
+
+    manager.error = LockHeldTooLong("cluster lock held too long")
+    with pytest.raises(exception.NoValidHost) as raised:
+        api.select_destinations(SPEC)
+    assert type(raised.value) is exception.NoValidHost
+    assert str(raised.value) == "cluster lock held too long"
+
+
+def test_unexpected_error_is_logged_and_reported_clearly(
+        api, manager, caplog):
+    manager.error = KeyError("flavor")
+    with caplog.at_level(logging.ERROR, logger="scheduler.rpc.server"), \
+            pytest.raises(rpc.SchedulerInternalError) as raised:
+        api.select_destinations(SPEC, context={"request_id": "req-42"})
+    message = str(raised.value)
+    assert type(raised.value) is rpc.SchedulerInternalError
+    assert "select_destinations failed in the scheduler service on host " \
+        "sched-1: KeyError: 'flavor' (request req-42;" in message
+    assert "Traceback" not in message
+    records = [r for r in caplog.records if "req-42" in r.getMessage()]
+    assert len(records) == 1
+    assert records[0].exc_info is not None  # the traceback is logged
+    # The server survived and serves the next request.
+    manager.error = None
+    assert api.select_destinations(SPEC) == [SELECTION[:1]]
+
+
+def test_known_service_error_is_reported_without_traceback(
+        api, manager, caplog):
+    manager.error = locks.LockTimeout("cluster:c1", 30)
+    with caplog.at_level(logging.ERROR, logger="scheduler.rpc.server"), \
+            pytest.raises(rpc.SchedulerInternalError) as raised:
+        api.select_destinations(SPEC)
+    assert "lock 'cluster:c1' still held by another process after 30 s" \
+        in str(raised.value)
+    assert [r.exc_info for r in caplog.records] == [None]
+
+
+@pytest.mark.parametrize("spec", [[SPEC], "flavor", None, 42])
+def test_request_spec_must_be_an_object(api, manager, spec):
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^request_spec: .* is not of type 'object'"):
+        api.select_destinations(spec)
+    with pytest.raises(exception.InvalidRequest, match=r"^request_spec: "):
+        api.explain(spec)
+    assert manager.calls == []
+
+
+def test_return_alternates_must_be_a_boolean(api, manager):
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^return_alternates: 'false' is not of type "
+                       r"'boolean'"):
+        api.select_destinations(SPEC, return_alternates="false")
+    assert manager.calls == []
+
+
+def test_huge_wrong_value_gives_a_short_message(api):
+    with pytest.raises(exception.InvalidRequest) as raised:
+        api.select_destinations(["x" * 100000] * 100)
+    assert len(str(raised.value)) < 200
+
+
+def test_unknown_method_is_a_remote_error(api):
+    om = _messaging()
+    with pytest.raises(om.RemoteError, match="NoSuchMethod"):
+        api._client.call({}, "_guard")
+
+
+def test_transport_without_our_exmods_still_gets_our_classes(
+        bus, manager):
+    # An API node may hand in a transport it built for its own services.
+    om = _messaging()
+    transport = om.get_rpc_transport(bus.conf)
+    try:
+        api = rpcapi.SchedulerAPI(bus.conf, transport=transport, timeout=10)
+        manager.error = exception.NoValidHost("0/1 hosts available")
+        with pytest.raises(exception.NoValidHost) as raised:
+            api.select_destinations(SPEC)
+        assert type(raised.value) is exception.NoValidHost
+        assert str(raised.value) == "0/1 hosts available"
+        manager.error = ValueError("boom")
+        with pytest.raises(rpc.SchedulerInternalError, match="ValueError"):
+            api.explain(SPEC)
+    finally:
+        transport.cleanup()
+
+
+def test_translate_remote_error_leaves_other_errors_alone():
+    om = _messaging()
+    timeout = om.MessagingTimeout("no reply")
+    assert rpcapi.translate_remote_error(timeout) is timeout
+    remote = om.RemoteError("ValueError", "x", [])
+    assert rpcapi.translate_remote_error(remote) is remote
+    translated = rpcapi.translate_remote_error(
+        om.RemoteError("InvalidExtraSpec", "bad spec", []))
+    assert type(translated) is exception.InvalidRequest
+    assert str(translated) == "bad spec"
+
+
+# Notifications
+
+
+def test_select_destinations_notifications(api, notifications):
+    api.select_destinations(SPEC, [UUID1], return_alternates=True,
+                            context={"request_id": "req-7"})
+    ctxt, publisher, event, payload = _next(notifications)
+    assert (publisher, event) == ("scheduler.sched-1",
+                                  "scheduler.select_destinations.start")
+    assert ctxt["request_id"] == "req-7"
+    assert payload == {"request_spec": SPEC, "instance_uuids": [UUID1],
+                       "return_alternates": True}
+    ctxt, publisher, event, payload = _next(notifications)
+    assert (publisher, event) == ("scheduler.sched-1",
+                                  "scheduler.select_destinations.end")
+    assert payload == {"instance_uuids": [UUID1], "selections": [SELECTION],
+                       "error": None}
+
+
+def test_end_notification_carries_the_error(api, manager, notifications):
+    manager.error = exception.NoValidHost("0/2 hosts available")
+    with pytest.raises(exception.NoValidHost):
+        api.select_destinations(SPEC)
+    events = [_next(notifications), _next(notifications)]
+    assert [e[2] for e in events] == ["scheduler.select_destinations.start",
+                                      "scheduler.select_destinations.end"]
+    assert events[1][3]["error"] == {"class": "NoValidHost",
+                                     "message": "0/2 hosts available"}
+    assert events[1][3]["selections"] is None
+
+
+def test_no_notification_for_a_malformed_call(api, notifications):
+    with pytest.raises(exception.InvalidRequest):
+        api.select_destinations([])
+    api.explain(SPEC)
+    api.select_destinations(SPEC)
+    # The first notification is the valid call's.
+    assert _next(notifications)[3]["request_spec"] == SPEC
+
+
+def test_notifications_can_be_disabled(conf):
+    conf.set_override("driver", ["noop"],
+                      group="oslo_messaging_notifications")
+    transport, listener, events = _listen(conf)
+    service = server.SchedulerRPCService(conf, FakeManager())
+    service.start()
+    try:
+        with rpcapi.SchedulerAPI(conf, timeout=10) as api:
+            api.select_destinations(SPEC)
+    finally:
+        service.stop()
+        listener.stop()
+        listener.wait()
+        transport.cleanup()
+    assert events.empty()
+
+
+# Concurrency and lifecycle
+
+
+def test_concurrent_calls_from_threads(api, manager):
+    results: list = []
+    errors: list = []
+
+    def call(index: int) -> None:
+        try:
+            uuids = [str(uuid.UUID(int=index))]
+            results.append(api.select_destinations(SPEC, uuids))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+    assert len(results) == 16
+    assert len(manager.calls) == 16
+
+
+def test_stop_before_start_leaves_nothing_running(conf):
+    service = server.SchedulerRPCService(conf, FakeManager())
+    service.stop()
+    assert service.start() is False
+    assert not service.started
+
+
+def test_worker_serves_until_stopped(conf):
+    worker = server.SchedulerWorker(conf, FakeManager())
+    worker.start()
+    try:
+        with rpcapi.SchedulerAPI(conf, timeout=10) as api:
+            assert api.release(UUID1) is True
+    finally:
+        worker.stop()
+    worker.wait()  # returns at once once stopped
+
+
+def test_worker_needs_a_manager(conf):
+    with pytest.raises(ValueError):
+        server.SchedulerWorker(conf)
+
+
+# Client arguments and configuration
+
+
+def test_client_refuses_unbounded_retry(conf):
+    with pytest.raises(ValueError, match="finite"):
+        rpcapi.SchedulerAPI(conf, retry=None)
+    with pytest.raises(ValueError, match="finite"):
+        rpcapi.SchedulerAPI(conf, retry=-1)
+
+
+def test_client_timeout_defaults_to_rpc_response_timeout(conf):
+    conf.set_override("rpc_response_timeout", 17)
+    api = rpcapi.SchedulerAPI(conf)
+    assert api.timeout == 17
+    assert api.retry == rpcapi.DEFAULT_RETRY
+    assert api.target.topic == conf.scheduler_topic
+    api.close()
+
+
+def test_messaging_options_on_a_private_conf():
+    conf = cfg.ConfigOpts()
+    messaging_conf.register_messaging_opts(conf)
+    messaging_conf.register_messaging_opts(conf)  # idempotent
+    scheduler_conf.register_opts(conf)
+    conf([])
+    assert conf.transport_url == messaging_conf.DEFAULT_TRANSPORT_URL
+    assert conf.control_exchange == "scheduler"
+    assert conf.scheduler_topic == "scheduler"
+    assert conf.oslo_messaging_notifications.driver == ["messagingv2"]
+    assert conf.oslo_messaging_notifications.retry == 3
+    # The groups oslo.messaging only registers on the global cfg.CONF.
+    assert conf.oslo_messaging_tracing.tracing_enabled is False
+    assert conf.oslo_messaging_metrics.metrics_enabled is False
+
+
+def test_messaging_options_on_the_global_conf():
+    # oslo.messaging registered some of these on cfg.CONF already.
+    messaging_conf.register_messaging_opts(cfg.CONF)
+    assert "transport_url" in cfg.CONF
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("notaurl", "No scheme specified"),
+    ("", "it is empty"),
+    (None, "it is empty"),
+    ("foo://host/", "no oslo.messaging driver 'foo'"),
+    ("rabbit://u:secret@host:port/", "invalid literal for int()"),
+])
+def test_check_transport_url(conf, url, problem):
+    with pytest.raises(exception.ConfigError) as raised:
+        rpc.check_transport_url(conf, "DEFAULT", url)
+    message = str(raised.value)
+    assert "[DEFAULT] transport_url" in message
+    assert problem in message
+    assert "secret" not in message
+
+
+@pytest.mark.parametrize("url", ["rabbit://guest:guest@127.0.0.1:5672/",
+                                 "kombu+memory:////", "rabbit://",
+                                 "rabbit://a:b@h1:5672,a:b@h2:5672/vhost"])
+def test_check_transport_url_accepts(conf, url):
+    rpc.check_transport_url(conf, "DEFAULT", url)
+
+
+def test_optional_transport_url_may_be_empty(conf):
+    rpc.check_transport_url(conf, "oslo_messaging_notifications", None,
+                            required=False)
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("rabbit://guest:guest@127.0.0.1:5672/",
+     "rabbit://guest:***@127.0.0.1:5672/"),
+    ("rabbit://a:p@ss@h1:1,b:q@h2:2/v", "rabbit://a:***@h1:1,b:***@h2:2/v"),
+    ("kombu+memory:////", "kombu+memory:////"),
+    ("notaurl", "notaurl"),
+])
+def test_safe_transport_url(url, shown):
+    assert rpc.safe_transport_url(url) == shown
+
+
+def test_configured_workers_falls_back_to_one(conf):
+    bare = cfg.ConfigOpts()
+    bare([])
+    assert service_cmd.configured_workers(bare) == 1
+
+
+def test_several_workers_need_a_shared_broker(conf):
+    conf.set_override("workers", 2, group="scheduler")
+    with pytest.raises(exception.ConfigError,
+                       match=r"\[scheduler\] workers: .*kombu\+memory"):
+        service_cmd._validate_transport(conf)
+    conf.set_override("transport_url", "rabbit://guest:guest@127.0.0.1/")
+    service_cmd._validate_transport(conf)
