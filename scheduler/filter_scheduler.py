@@ -107,6 +107,11 @@ class _Weighed:
 #: A host rejected by a filter or weigher (named), and why.
 _Rejected = tuple[hm.HostState, str, filters.Rejection]
 
+#: Hosts per block of _filter(): small enough for their data to stay in
+#: the CPU caches, large enough for the per-call work of filters not to
+#: matter.
+_FILTER_BLOCK = 64
+
 _METRIC_UNAVAILABLE = filters.Rejection(
     "required metric unavailable", "a metric it weighs is missing or stale")
 
@@ -219,9 +224,10 @@ class FilterScheduler:
         candidates = self._filter(spec, hosts, rejected)
         weighed = self._weigh(spec, candidates, rejected)
         candidates, totals = weighed.hosts, weighed.totals
-        ranked = sorted(range(len(candidates)),
-                        key=lambda i: (-totals[i], candidates[i].host,
-                                       candidates[i].nodename))
+        # Heaviest first, ties by name; indexes into the candidates.
+        keys = [(-total, host.host, host.nodename)
+                for total, host in zip(totals, candidates, strict=True)]
+        ranked = sorted(range(len(keys)), key=keys.__getitem__)
         picked = [ranked[rank] for rank in self._pick(len(ranked))]
         # A copy: select() replaces the hosts it consumes on in its list.
         given = list(hosts)
@@ -240,26 +246,32 @@ class FilterScheduler:
                 rejected: list[_Rejected]) -> list[hm.HostState]:
         """The hosts every filter passes; the others go to ``rejected``,
         named after the first filter that rejects them."""
-        # Filter by filter over the survivors, so a cheap early filter
-        # spares later ones most hosts.
-        remaining = list(hosts)
-        for host_filter in self.filters:
-            if not remaining:
-                break
-            if not host_filter.applies(spec):
-                continue
-            verdicts = host_filter.rejections(remaining, spec)
-            if verdicts.count(None) == len(remaining):
-                continue  # every host passed
-            name = host_filter.name
-            passed = []
-            for host, rejection in zip(remaining, verdicts, strict=True):
-                if rejection is None:
-                    passed.append(host)
-                else:
-                    rejected.append((host, name, rejection))
-            remaining = passed
-        return remaining
+        active = [f for f in self.filters if f.applies(spec)]
+        passed: list[hm.HostState] = []
+        # A block of hosts at a time through every filter: its hosts'
+        # data is still in the CPU caches when the next filter reads it,
+        # which counts over a large fleet.
+        for start in range(0, len(hosts), _FILTER_BLOCK):
+            remaining = hosts[start:start + _FILTER_BLOCK]
+            # Filter by filter over the survivors, so a cheap early
+            # filter spares later ones most hosts.
+            for host_filter in active:
+                if not remaining:
+                    break
+                verdicts = host_filter.rejections(remaining, spec)
+                if verdicts.count(None) == len(remaining):
+                    continue  # every host passed
+                name = host_filter.name
+                survivors = []
+                for host, rejection in zip(remaining, verdicts,
+                                           strict=True):
+                    if rejection is None:
+                        survivors.append(host)
+                    else:
+                        rejected.append((host, name, rejection))
+                remaining = survivors
+            passed.extend(remaining)
+        return passed
 
     def _weigh(self, spec: RequestSpec, candidates: list[hm.HostState],
                rejected: list[_Rejected]) -> _Weighed:

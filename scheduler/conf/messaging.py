@@ -103,6 +103,28 @@ def register_messaging_opts(conf: cfg.ConfigOpts) -> None:
                      group="oslo_messaging_notifications")
 
 
+def set_sample_defaults() -> None:
+    """``oslo.config.opts.defaults`` hook: the generated sample config
+    shows this project's defaults, not oslo.messaging's."""
+    use_threading_backend()
+    from oslo_messaging import opts as messaging_lib_opts
+
+    ours = {
+        None: {"transport_url": DEFAULT_TRANSPORT_URL,
+               "control_exchange": DEFAULT_CONTROL_EXCHANGE},
+        "oslo_messaging_notifications": {"driver": ["messagingv2"],
+                                         "retry": NOTIFICATION_RETRY},
+    }
+    # list_opts() hands out deep copies; the generator copies the library's
+    # own option objects after this hook runs, so those are what to change.
+    for group, opts in messaging_lib_opts._opts:
+        defaults = ours.get(group)
+        if defaults:
+            cfg.set_defaults(opts, **{name: value for name, value in
+                                      defaults.items()
+                                      if any(o.dest == name for o in opts)})
+
+
 def register_opts(conf: cfg.ConfigOpts) -> None:
     _register_missing(conf, None, messaging_opts)
 
