@@ -110,7 +110,7 @@ _Rejected = tuple[hm.HostState, str, filters.Rejection]
 #: Hosts per block of _filter(): small enough for their data to stay in
 #: the CPU caches, large enough for the per-call work of filters not to
 #: matter.
-_FILTER_BLOCK = 64
+_FILTER_BLOCK = 256
 
 _METRIC_UNAVAILABLE = filters.Rejection(
     "required metric unavailable", "a metric it weighs is missing or stale")
@@ -223,17 +223,17 @@ class FilterScheduler:
         rejected: list[_Rejected] = []
         candidates = self._filter(spec, hosts, rejected)
         weighed = self._weigh(spec, candidates, rejected)
-        candidates, totals = weighed.hosts, weighed.totals
-        # Heaviest first, ties by name; indexes into the candidates.
-        keys = [(-total, host.host, host.nodename)
-                for total, host in zip(totals, candidates, strict=True)]
+        # Indexes into weighed.hosts (the weighers may have removed hosts
+        # lacking a required metric), heaviest first, ties by name.
+        keys = [(-total, host.host, host.nodename) for total, host
+                in zip(weighed.totals, weighed.hosts, strict=True)]
         ranked = sorted(range(len(keys)), key=keys.__getitem__)
         picked = [ranked[rank] for rank in self._pick(len(ranked))]
         # A copy: select() replaces the hosts it consumes on in its list.
         given = list(hosts)
         decision = Decision(
-            selected=[candidates[i] for i in picked],
-            selected_weights=[totals[i] for i in picked],
+            selected=[weighed.hosts[i] for i in picked],
+            selected_weights=[weighed.totals[i] for i in picked],
             summary="" if picked else histogram(
                 len(given), [_result(record) for record in rejected]),
             _explain=lambda: _results(given, weighed, ranked, rejected))
@@ -248,29 +248,12 @@ class FilterScheduler:
         named after the first filter that rejects them."""
         active = [f for f in self.filters if f.applies(spec)]
         passed: list[hm.HostState] = []
-        # A block of hosts at a time through every filter: its hosts'
+        # A block of hosts at a time through every filter: the hosts'
         # data is still in the CPU caches when the next filter reads it,
         # which counts over a large fleet.
         for start in range(0, len(hosts), _FILTER_BLOCK):
-            remaining = hosts[start:start + _FILTER_BLOCK]
-            # Filter by filter over the survivors, so a cheap early
-            # filter spares later ones most hosts.
-            for host_filter in active:
-                if not remaining:
-                    break
-                verdicts = host_filter.rejections(remaining, spec)
-                if verdicts.count(None) == len(remaining):
-                    continue  # every host passed
-                name = host_filter.name
-                survivors = []
-                for host, rejection in zip(remaining, verdicts,
-                                           strict=True):
-                    if rejection is None:
-                        survivors.append(host)
-                    else:
-                        rejected.append((host, name, rejection))
-                remaining = survivors
-            passed.extend(remaining)
+            passed.extend(_filter_block(
+                active, spec, hosts[start:start + _FILTER_BLOCK], rejected))
         return passed
 
     def _weigh(self, spec: RequestSpec, candidates: list[hm.HostState],
@@ -327,6 +310,29 @@ class FilterScheduler:
         alternates = [rank for rank in range(min(opts.max_attempts, count))
                       if rank != chosen]
         return [chosen] + alternates[:opts.max_attempts - 1]
+
+
+def _filter_block(active: list[filters.BaseHostFilter], spec: RequestSpec,
+                  hosts: Sequence[hm.HostState],
+                  rejected: list[_Rejected]) -> Sequence[hm.HostState]:
+    # Filter by filter over the survivors, so a cheap early filter spares
+    # later ones most hosts.
+    remaining = hosts
+    for host_filter in active:
+        if not remaining:
+            break
+        verdicts = host_filter.rejections(remaining, spec)
+        if verdicts.count(None) == len(remaining):
+            continue  # every host passed
+        name = host_filter.name
+        survivors = []
+        for host, rejection in zip(remaining, verdicts, strict=True):
+            if rejection is None:
+                survivors.append(host)
+            else:
+                rejected.append((host, name, rejection))
+        remaining = survivors
+    return remaining
 
 
 def _result(record: _Rejected) -> HostResult:

@@ -61,11 +61,13 @@ class BaseHostFilter:
     def rejections(self, hosts: Sequence[HostState],
                    spec: RequestSpec) -> list[Rejection | None]:
         """``reject()`` of each host, in order: what the scheduler calls,
-        once per filter and decision.
+        with the hosts in blocks of a few hundred, so a host's verdict
+        must not depend on the other hosts.
 
         A filter overrides this rather than ``reject`` to check a fleet
-        faster: what depends on the request alone (options, parsed extra
-        specs, the time) is worked out once, and no method is called per
-        host, which adds up over thousands of hosts.
+        faster: no method is called per host, which adds up over
+        thousands of hosts, and what depends on the request alone
+        (options, parsed extra specs, the time) is worked out once per
+        request with ``spec.memo()``.
         """
         return [self.reject(host, spec) for host in hosts]

@@ -102,8 +102,9 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
 
     def rejections(self, hosts: Sequence[HostState],
                    spec: RequestSpec) -> list[Rejection | None]:
-        # Parsed and resolved once rather than for every host.
-        checks = _checks(spec)
+        # Parsed and resolved once per request, not for every host.
+        checks = spec.memo("ComputeCapabilitiesFilter",
+                           lambda: _checks(spec))
         rejections: list[Rejection | None] = []
         for host in hosts:
             for check in checks:

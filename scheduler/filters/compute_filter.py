@@ -21,14 +21,24 @@ class ComputeFilter(BaseHostFilter):
 
     def rejections(self, hosts: Sequence[HostState],
                    spec: RequestSpec) -> list[Rejection | None]:
-        now = spec.now or utcnow()
-        # Read per call so a config reload applies without a restart.
-        oldest = seconds_before(
-            now, self.conf.filter_scheduler.service_down_time)
+        now, oldest = spec.memo("ComputeFilter",
+                                lambda: self._heartbeat_window(spec))
         return [_why_not(host, now)
                 if host.disabled or host.updated_at is None
                 or host.updated_at < oldest else None
                 for host in hosts]
+
+    def _heartbeat_window(
+            self, spec: RequestSpec
+    ) -> tuple[datetime.datetime, datetime.datetime]:
+        """(now, oldest heartbeat of a node that is up) for ``spec``.
+
+        Once per request rather than once per filter object, so that a
+        reloaded ``service_down_time`` applies without a restart.
+        """
+        now = spec.now or utcnow()
+        return now, seconds_before(
+            now, self.conf.filter_scheduler.service_down_time)
 
 
 def _why_not(host: HostState, now: datetime.datetime) -> Rejection:

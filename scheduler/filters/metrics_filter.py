@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
+from scheduler.host_manager import MetricsWindow
 from scheduler.host_manager import metrics_window
 from scheduler.request_spec import RequestSpec
 
@@ -36,8 +37,8 @@ class MetricsFilter(BaseHostFilter):
 
     def rejections(self, hosts: Sequence[HostState],
                    spec: RequestSpec) -> list[Rejection | None]:
-        window = metrics_window(spec, self.conf)
-        names = [name for name, _ratio in self.conf.metrics.weight_setting]
+        window, names = spec.memo("MetricsFilter",
+                                  lambda: self._prepare(spec))
         rejections: list[Rejection | None] = []
         for host in hosts:
             for name in names:
@@ -53,3 +54,9 @@ class MetricsFilter(BaseHostFilter):
             else:
                 rejections.append(None)
         return rejections
+
+    def _prepare(self, spec: RequestSpec) -> tuple[MetricsWindow, list[str]]:
+        """The request's metrics window and the metrics of ``[metrics]
+        weight_setting``, once per request."""
+        return (metrics_window(spec, self.conf),
+                [name for name, _ratio in self.conf.metrics.weight_setting])

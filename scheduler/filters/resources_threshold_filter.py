@@ -39,10 +39,13 @@ class ResourcesThresholdFilter(BaseHostFilter):
 
     def rejections(self, hosts: Sequence[HostState],
                    spec: RequestSpec) -> list[Rejection | None]:
-        window = metrics_window(spec, self.conf)
-        # With the reason of each, the same for every host it rejects.
-        thresholds = [(resource, str(resource))
-                      for resource in _thresholds(spec)]
+        window, thresholds = spec.memo(
+            "ResourcesThresholdFilter",
+            lambda: (metrics_window(spec, self.conf),
+                     # With the reason of each, the same for every host
+                     # it rejects.
+                     [(resource, str(resource))
+                      for resource in _thresholds(spec)]))
         rejections: list[Rejection | None] = []
         for host in hosts:
             for resource, reason in thresholds:
