@@ -1,0 +1,632 @@
+"""``scheduler-service`` under load when things go wrong (issue 4).
+
+Real worker processes behind the local RabbitMQ, claiming in PostgreSQL or
+MariaDB, called by a pool of client threads through ``SchedulerAPI``:
+
+* a race over the bus: 400 concurrent requests for a fleet with room for
+  exactly 300 one-vCPU instances; 300 succeed, 100 get NoValidHost, and the
+  database shows no host over capacity and no instance claimed twice;
+* RabbitMQ restarted (``rabbitmqctl stop_app`` / ``start_app``) while
+  requests flow: callers get bounded messaging errors, the same service
+  processes serve again once the broker is back, and retried requests
+  leave one claim per instance;
+* the database going away (a TcpProxy cut) while requests flow: callers get
+  a scheduler error naming the database, the same processes serve again
+  once it is back, and nothing stays half-claimed.
+
+The RabbitMQ test restarts the broker everybody on this machine uses; it
+runs only against a local broker (skipped otherwise) and always starts it
+again, waiting until it accepts connections before it ends.
+"""
+
+import collections
+import concurrent.futures
+import contextlib
+import dataclasses
+import re
+import shutil
+import subprocess
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from scheduler import exception
+from scheduler import rpc
+from scheduler.db import migration
+from scheduler.db import models
+from scheduler.rpc import rpcapi
+from tests.functional import conftest
+from tests.functional.tcp_proxy import TcpProxy
+from tests.functional.test_claims_race import ALLOCATIONS
+from tests.functional.test_claims_race import CAPACITY
+from tests.functional.test_claims_race import HOSTS
+from tests.functional.test_claims_race import NODES
+from tests.functional.test_claims_race import VCPUS_PER_HOST
+from tests.functional.test_rpc_service import SERVING
+from tests.functional.test_rpc_service import BusNames
+from tests.functional.test_rpc_service import broker_url  # noqa: F401
+from tests.functional.test_rpc_service import new_uuid
+from tests.functional.test_rpc_service import scheduler_api
+from tests.functional.test_rpc_service import wait_for_log
+
+#: Client side: every call ends within RPC_TIMEOUT x (RPC_RETRY + 1) plus
+#: CALL_SLACK seconds, whatever the broker does.
+RPC_TIMEOUT = 10
+RPC_RETRY = 1
+CALL_SLACK = 5
+CALL_BOUND = RPC_TIMEOUT * (RPC_RETRY + 1) + CALL_SLACK
+
+RACE_CALLS = 400
+RACE_THREADS = 16
+RACE_WORKERS = 4
+
+#: The fault tests use a fleet that never fills up.
+ROOMY_VCPUS = 1000
+FAULT_WORKERS = 2
+LOAD_THREADS = 4
+#: Seconds the broker or the database stays away.
+OUTAGE = 5
+#: Seconds the service may take to serve again once it is back.
+RECOVERY_TIMEOUT = 60
+
+FLAVOR = {"name": "tiny", "vcpus": 1, "memory_mb": 64, "root_gb": 1}
+SPEC = {"flavor": FLAVOR}
+
+#: oslo.log's default format: date, time, pid, level, logger.
+ANSWERED = re.compile(
+    r"^\S+ \S+ (\d+) DEBUG scheduler\.rpc\.server \[[^\]]*\] "
+    r"select_destinations \(request", re.MULTILINE)
+TRACEBACK = re.compile(
+    r"^\S+ \S+ \d+ [A-Z]+ (\S+) Traceback \(most recent call last\)",
+    re.MULTILINE)
+#: oslo.messaging logs each notification it could not send with a
+#: traceback (and the payload); the request goes on without it.
+NOTIFICATION_LOGGER = "oslo_messaging.notify.messaging"
+
+
+def _messaging():
+    # After scheduler.rpc selected the threading backend (DESIGN §8).
+    import oslo_messaging
+    return oslo_messaging
+
+
+# Database
+
+
+def _engine(url: str) -> sa.Engine:
+    return sa.create_engine(url, poolclass=sa.pool.NullPool)
+
+
+def make_fleet(url: str, vcpus: int = VCPUS_PER_HOST) -> None:
+    """Schema plus HOSTS enabled nodes of ``vcpus`` vCPUs each (ratio 1.0),
+    RAM and disk plentiful."""
+    engine = _engine(url)
+    try:
+        migration.db_sync(engine)
+        now = models.utcnow()
+        with engine.begin() as connection:
+            connection.execute(NODES.insert(), [{
+                "uuid": str(uuid.uuid4()), "host": f"host{i:02d}",
+                "hypervisor_hostname": f"host{i:02d}.example.org",
+                "cluster": "c1", "availability_zone": "nova",
+                "vcpus": vcpus, "memory_mb": 1024 * 1024,
+                "local_gb": 100000, "cpu_allocation_ratio": 1.0,
+                "metrics_updated_at": now, "changed_at": now,
+                "updated_at": now} for i in range(HOSTS)])
+    finally:
+        engine.dispose()
+
+
+@dataclasses.dataclass
+class Audit:
+    """What the database holds after a run."""
+
+    #: (host, vCPUs claimed) of every host claimed past capacity x ratio.
+    over: list[tuple[str, int]]
+    #: vCPUs claimed in all.
+    used: int
+    #: Instances holding more than one allocation.
+    doubles: list[str]
+    #: instance uuid -> (allocation uuid, host).
+    claims: dict[str, tuple[str, str]]
+
+
+def audit(url: str) -> Audit:
+    """The capacity check of test_claims_race, in SQL."""
+    engine = _engine(url)
+    try:
+        with engine.connect() as connection:
+            usage = connection.execute(
+                sa.select(NODES.c.host, NODES.c.vcpus,
+                          NODES.c.cpu_allocation_ratio,
+                          sa.func.coalesce(sa.func.sum(ALLOCATIONS.c.vcpus),
+                                           0))
+                .join_from(NODES, ALLOCATIONS, isouter=True)
+                .group_by(NODES.c.id, NODES.c.host, NODES.c.vcpus,
+                          NODES.c.cpu_allocation_ratio)).all()
+            doubles = connection.execute(
+                sa.select(ALLOCATIONS.c.instance_uuid)
+                .group_by(ALLOCATIONS.c.instance_uuid)
+                .having(sa.func.count() > 1)).scalars().all()
+            rows = connection.execute(
+                sa.select(ALLOCATIONS.c.instance_uuid, ALLOCATIONS.c.uuid,
+                          NODES.c.host)
+                .join_from(ALLOCATIONS, NODES)).all()
+    finally:
+        engine.dispose()
+    return Audit(
+        over=[(host, used) for host, vcpus, ratio, used in usage
+              if used > vcpus * ratio],
+        used=sum(int(used) for *_, used in usage),
+        doubles=list(doubles),
+        claims={instance: (allocation, host)
+                for instance, allocation, host in rows})
+
+
+# The service
+
+
+def service_sections(names: BusNames, broker: str, db_url: str,
+                     workers: int, debug: bool = False) -> dict:
+    sections = names.sections(broker)
+    sections["DEFAULT"]["debug"] = debug
+    sections["database"] = {"connection": db_url, "connect_timeout": 3}
+    sections["scheduler"] = {"workers": workers}
+    sections["filter_scheduler"] = {
+        "cpu_allocation_ratio": 1.0,
+        # Spreads concurrent decisions over the best hosts, as in
+        # test_claims_race.
+        "host_subset_size": 5,
+        # Heartbeats are written once, with the fleet.
+        "service_down_time": 3600,
+        "full_refresh_interval": 5}
+    # Reconnect quickly once the broker is back (service and clients read
+    # the same file).
+    sections["oslo_messaging_rabbit"].update({
+        "rabbit_retry_interval": 1, "rabbit_retry_backoff": 1,
+        "rabbit_interval_max": 2, "kombu_reconnect_delay": 0.5})
+    return sections
+
+
+@dataclasses.dataclass
+class Running:
+    config: Path
+    process: conftest.ScriptProcess
+    workers: list[int]
+
+    @property
+    def pid(self) -> int:
+        return self.process.popen.pid
+
+    def worker_pids(self) -> list[int]:
+        return sorted(child.pid for child in
+                      psutil.Process(self.pid).children())
+
+
+@contextlib.contextmanager
+def running_service(broker: str, db_url: str, write_config,
+                    start_console_script, workers: int,
+                    debug: bool = False) -> Iterator[Running]:
+    """A scheduler-service with ``workers`` worker processes, serving once
+    every worker logged it; stopped (status 0) and its queues deleted
+    after the block."""
+    names = BusNames()
+    config = write_config(service_sections(names, broker, db_url, workers,
+                                           debug))
+    process = start_console_script("scheduler-service", config_file=config)
+    try:
+        wait_for_log(lambda: process.stderr, SERVING, process=process.popen,
+                     count=workers)
+        running = Running(config, process, [])
+        running.workers = running.worker_pids()
+        assert len(running.workers) == workers
+        yield running
+        assert process.popen.poll() is None, process.stderr
+        assert process.stop(timeout=60) == 0, process.stderr
+    finally:
+        # Stopped first: a consumer whose queue is deleted declares it
+        # again.
+        process.stop()
+        names.delete(broker)
+
+
+# Clients
+
+
+@dataclasses.dataclass
+class Call:
+    """One select_destinations call and how it ended."""
+
+    spec: dict
+    uuids: list[str]
+    started: float
+    ended: float
+    result: list[list[dict]] | None = None
+    error: BaseException | None = None
+
+    @property
+    def duration(self) -> float:
+        return self.ended - self.started
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def claims(self) -> dict[str, tuple[str, str]]:
+        assert self.result is not None
+        return {instance: (entries[0]["allocation_id"], entries[0]["host"])
+                for instance, entries in zip(self.uuids, self.result,
+                                             strict=True)}
+
+
+def call(api: rpcapi.SchedulerAPI, spec: dict, uuids: list[str]) -> Call:
+    started = time.monotonic()
+    try:
+        result = api.select_destinations(spec, uuids)
+    except Exception as e:
+        return Call(spec, uuids, started, time.monotonic(), error=e)
+    return Call(spec, uuids, started, time.monotonic(), result=result)
+
+
+def single() -> tuple[dict, list[str]]:
+    return SPEC, [new_uuid()]
+
+
+class Load:
+    """Client threads sending requests until stopped, each request for new
+    instances; ``requests()`` makes (spec, instance uuids)."""
+
+    def __init__(self, api: rpcapi.SchedulerAPI, threads: int,
+                 requests: Callable[[], tuple[dict, list[str]]] = single,
+                 pause: float = 0.05):
+        self.api = api
+        self.requests = requests
+        self.pause = pause
+        self.calls: list[Call] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, daemon=True)
+                         for _ in range(threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            spec, uuids = self.requests()
+            done = call(self.api, spec, uuids)
+            with self._lock:
+                self.calls.append(done)
+            self._stop.wait(self.pause)
+
+    def snapshot(self) -> list[Call]:
+        with self._lock:
+            return list(self.calls)
+
+    def wait_for(self, what: str, predicate: Callable[[list[Call]], bool],
+                 timeout: float) -> float:
+        """Seconds until ``predicate(calls so far)``; fails after
+        ``timeout``."""
+        started = time.monotonic()
+        while not predicate(self.snapshot()):
+            if time.monotonic() - started > timeout:
+                self.stop()
+                pytest.fail(f"no {what} within {timeout} s: "
+                            f"{summary(self.snapshot())}", pytrace=False)
+            time.sleep(0.1)
+        return time.monotonic() - started
+
+    def stop(self) -> list[Call]:
+        self._stop.set()
+        for thread in self._threads:
+            # A call in progress ends within its own bound.
+            thread.join(CALL_BOUND + 5)
+        assert not any(thread.is_alive() for thread in self._threads), \
+            "a client call outlived its bound"
+        return self.snapshot()
+
+
+def summary(calls: list[Call]) -> str:
+    errors = collections.Counter(type(c.error).__name__ for c in calls
+                                 if not c.ok)
+    longest = max((c.duration for c in calls), default=0.0)
+    return (f"{len(calls)} calls, {sum(c.ok for c in calls)} ok, errors "
+            f"{dict(errors)}, longest {longest:.1f} s")
+
+
+def retry_until_placed(api: rpcapi.SchedulerAPI, failed: list[Call],
+                       timeout: float = RECOVERY_TIMEOUT) -> list[Call]:
+    """What a caller does after a failure: the same request, for the same
+    instances, until it succeeds."""
+    deadline = time.monotonic() + timeout
+    placed = []
+    for first in failed:
+        while True:
+            again = call(api, first.spec, first.uuids)
+            if again.ok:
+                placed.append(again)
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"retrying {first.uuids} still fails after "
+                            f"{timeout} s: {again.error!r}", pytrace=False)
+            time.sleep(0.5)
+    return placed
+
+
+def traceback_loggers(stderr: str) -> collections.Counter:
+    """Loggers that logged a traceback, with how many."""
+    return collections.Counter(TRACEBACK.findall(stderr))
+
+
+def answering_workers(stderr: str) -> set[int]:
+    """Pids of the workers that logged answering select_destinations."""
+    return {int(pid) for pid in ANSWERED.findall(stderr)}
+
+
+def check_claims_match(db_url: str, placed: list[Call]) -> Audit:
+    """Every instance holds exactly the claim its caller was last given,
+    and nothing else is claimed."""
+    seen: dict[str, tuple[str, str]] = {}
+    for done in placed:
+        seen.update(done.claims())
+    held = audit(db_url)
+    assert held.doubles == []
+    assert held.over == []
+    assert sorted(held.claims) == sorted(seen)
+    assert held.claims == seen
+    return held
+
+
+# 1. The race over the bus
+
+
+@pytest.mark.parametrize("db_url", ["postgresql", "mysql"], indirect=True)
+def test_race_over_the_bus_never_overcommits(
+        db_url, broker_url, write_config,  # noqa: F811
+        start_console_script):
+    make_fleet(db_url)
+    with running_service(broker_url, db_url, write_config,
+                         start_console_script, RACE_WORKERS) as service, \
+            scheduler_api(service.config, timeout=RPC_TIMEOUT,
+                          retry=RPC_RETRY) as api:
+        # Connects the client (reply queue) before the clock starts.
+        assert api.explain(SPEC)["selected"]
+        began = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(RACE_THREADS) as pool:
+            calls = list(pool.map(lambda _: call(api, *single()),
+                                  range(RACE_CALLS)))
+        duration = time.monotonic() - began
+        assert service.worker_pids() == service.workers
+
+    placed = [c for c in calls if c.ok]
+    refused = [c for c in calls if isinstance(c.error, exception.NoValidHost)]
+    other = [c for c in calls if not c.ok and c not in refused]
+    backend = make_url(db_url).get_backend_name()
+    print(f"\nbus race backend={backend} workers={RACE_WORKERS} "
+          f"threads={RACE_THREADS} calls={RACE_CALLS} "
+          f"successes={len(placed)} no_valid_host={len(refused)} "
+          f"other_errors={len(other)} duration_s={duration:.2f} "
+          f"longest_call_s={max(c.duration for c in calls):.2f}")
+    assert not other, [repr(c.error) for c in other[:3]]
+    assert len(placed) == CAPACITY
+    assert len(refused) == RACE_CALLS - CAPACITY
+    assert all(type(c.error) is exception.NoValidHost for c in refused)
+    held = check_claims_match(db_url, placed)
+    assert held.used == CAPACITY
+
+
+# 2. RabbitMQ restarted under load
+
+
+def _local_broker(url: str) -> bool:
+    return urllib.parse.urlsplit(url).hostname in ("127.0.0.1", "localhost",
+                                                   "::1")
+
+
+def _rabbit(*command: str, timeout: float = 60
+            ) -> subprocess.CompletedProcess:
+    return subprocess.run(list(command), capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def wait_for_broker(timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = _rabbit("rabbitmq-diagnostics", "-q",
+                         "check_port_connectivity")
+        if result.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"RabbitMQ does not accept connections {timeout} s "
+                        f"after start_app: {result.stdout}{result.stderr}",
+                        pytrace=False)
+        time.sleep(1)
+
+
+@contextlib.contextmanager
+def broker_stopped() -> Iterator[None]:
+    """RabbitMQ's application stopped for the block; always started again,
+    and accepting connections, afterwards."""
+    try:
+        stopped = _rabbit("rabbitmqctl", "stop_app")
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        yield
+    finally:
+        started = _rabbit("rabbitmqctl", "start_app", timeout=120)
+        wait_for_broker()
+        assert started.returncode == 0, started.stdout + started.stderr
+
+
+@pytest.mark.postgresql
+def test_rabbitmq_restart_under_load(
+        broker_url, postgresql_url, write_config,  # noqa: F811
+        start_console_script):
+    if not _local_broker(broker_url) or not shutil.which("rabbitmqctl"):
+        pytest.skip(f"restarting RabbitMQ needs rabbitmqctl and a local "
+                    f"broker, not {broker_url}")
+    make_fleet(postgresql_url, vcpus=ROOMY_VCPUS)
+    with running_service(broker_url, postgresql_url, write_config,
+                         start_console_script, FAULT_WORKERS,
+                         debug=True) as service, \
+            scheduler_api(service.config, timeout=RPC_TIMEOUT,
+                          retry=RPC_RETRY) as api:
+        warmup = call(api, *single())
+        assert warmup.ok, warmup.error
+        load = Load(api, LOAD_THREADS)
+        load.wait_for("load", lambda calls: sum(c.ok for c in calls) >= 20,
+                      timeout=30)
+        outage_began = time.monotonic()
+        with broker_stopped():
+            time.sleep(OUTAGE)
+        back = time.monotonic()
+        log_offset = len(service.process.stderr)
+        recovery = load.wait_for(
+            "successful call after the broker came back",
+            lambda calls: any(c.ok and c.started >= back for c in calls),
+            timeout=RECOVERY_TIMEOUT)
+        time.sleep(2)
+        calls = load.stop()
+
+        failed = [c for c in calls if not c.ok]
+        retried = retry_until_placed(api, failed)
+        # Every worker consumes again: a burst of new requests is answered
+        # by each of them.
+        burst = [call(api, *single()) for _ in range(20)]
+        assert all(c.ok for c in burst), summary(burst)
+        answered = answering_workers(service.process.stderr[log_offset:])
+        assert service.worker_pids() == service.workers
+        stderr = service.process.stderr
+
+    longest = max(c.duration for c in calls)
+    during = [c for c in calls if c.ended >= outage_began]
+    errors = collections.Counter(type(c.error).__name__ for c in failed)
+    print(f"\nrabbitmq restart: {summary(calls)}; during and after the "
+          f"outage {summary(during)}; broker down "
+          f"{back - outage_began:.1f} s; first success "
+          f"{recovery:.1f} s after it was back; {len(retried)} failed "
+          f"calls retried to success; errors {dict(errors)}; service "
+          f"tracebacks by logger {dict(traceback_loggers(stderr))}")
+    bounded = (_messaging().MessagingTimeout,
+               _messaging().MessageDeliveryFailure)
+    assert [repr(c.error) for c in failed
+            if not isinstance(c.error, bounded)] == []
+    assert longest <= CALL_BOUND
+    assert failed, "no call saw the outage"
+    assert answered == set(service.workers)
+    check_claims_match(postgresql_url, [warmup] + [c for c in calls if c.ok]
+                       + retried + burst)
+    # Lost notifications only: the scheduler's own code never failed.
+    assert set(traceback_loggers(stderr)) <= {NOTIFICATION_LOGGER}
+    assert "failed unexpectedly" not in stderr
+
+
+# 3. The database restarted under load
+
+
+def _requests_of_one_or_three() -> Callable[[], tuple[dict, list[str]]]:
+    counter = iter(range(10**9))
+    lock = threading.Lock()
+
+    def make() -> tuple[dict, list[str]]:
+        with lock:
+            n = next(counter)
+        if n % 2:
+            return {**SPEC, "num_instances": 3}, [new_uuid()
+                                                  for _ in range(3)]
+        return single()
+
+    return make
+
+
+@pytest.mark.postgresql
+def test_database_restart_under_load(
+        broker_url, postgresql_url, write_config,  # noqa: F811
+        start_console_script):
+    make_fleet(postgresql_url, vcpus=ROOMY_VCPUS)
+    url = make_url(postgresql_url)
+    proxy = TcpProxy(url.host or "127.0.0.1", url.port or 5432)
+    proxy.restore()
+    proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(
+        hide_password=False)
+    try:
+        with running_service(broker_url, proxied, write_config,
+                             start_console_script, FAULT_WORKERS,
+                             debug=True) as service, \
+                scheduler_api(service.config, timeout=RPC_TIMEOUT,
+                              retry=RPC_RETRY) as api:
+            warmup = call(api, *single())
+            assert warmup.ok, warmup.error
+            load = Load(api, LOAD_THREADS, _requests_of_one_or_three(),
+                        pause=0.1)
+            load.wait_for("load",
+                          lambda calls: sum(c.ok for c in calls) >= 20,
+                          timeout=30)
+            proxy.cut()
+            cut = time.monotonic()
+            load.wait_for("failed call while the database is away",
+                          lambda calls: any(not c.ok and c.started >= cut
+                                            for c in calls), timeout=30)
+            time.sleep(max(OUTAGE - (time.monotonic() - cut), 0))
+            proxy.restore()
+            back = time.monotonic()
+            log_offset = len(service.process.stderr)
+            recovery = load.wait_for(
+                "successful call after the database came back",
+                lambda calls: any(c.ok and c.started >= back
+                                  for c in calls),
+                timeout=RECOVERY_TIMEOUT)
+            time.sleep(2)
+            calls = load.stop()
+
+            failed = [c for c in calls if not c.ok]
+            # Before any retry: a failed request holds claims for all of
+            # its instances or for none, unless the service could not
+            # undo them (the database was away) and said so.
+            held = audit(postgresql_url).claims
+            stderr = service.process.stderr
+            partial = [c for c in failed
+                       if 0 < sum(u in held for u in c.uuids)
+                       < len(c.uuids)]
+            unexplained = [
+                (c.uuids, [held[u][0] for u in c.uuids if u in held])
+                for c in partial
+                if not all(f"Could not release claim {held[u][0]}" in stderr
+                           for u in c.uuids if u in held)]
+            retried = retry_until_placed(api, failed)
+            burst = [call(api, *single()) for _ in range(20)]
+            assert all(c.ok for c in burst), summary(burst)
+            answered = answering_workers(
+                service.process.stderr[log_offset:])
+            assert service.worker_pids() == service.workers
+            stderr = service.process.stderr
+    finally:
+        proxy.cut()
+
+    errors = collections.Counter(type(c.error).__name__ for c in failed)
+    print(f"\ndatabase restart: {summary(calls)}; database away "
+          f"{back - cut:.1f} s; first success {recovery:.1f} s after it "
+          f"was back; {len(retried)} failed calls retried to success; "
+          f"errors {dict(errors)}; failed multi-instance requests "
+          f"{sum(len(c.uuids) > 1 for c in failed)}, left partial "
+          f"{len(partial)} (unexplained {len(unexplained)}); sample: "
+          f"{str(failed[0].error)[:300] if failed else None}")
+    wrong = [repr(c.error)[:300] for c in failed
+             if type(c.error) is not rpc.SchedulerInternalError
+             or "database error" not in str(c.error)]
+    assert wrong == []
+    assert any("the database is unreachable" in str(c.error)
+               for c in failed)
+    assert max(c.duration for c in calls) <= CALL_BOUND
+    assert unexplained == []
+    assert answered == set(service.workers)
+    check_claims_match(postgresql_url, [warmup] + [c for c in calls if c.ok]
+                       + retried + burst)
+    assert traceback_loggers(stderr) == {}
