@@ -1,7 +1,9 @@
 """Unit tests of scheduler.extra_specs: quantities, resources specs and
 Nova's capability operators."""
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from scheduler import exception
 from scheduler import extra_specs
@@ -393,3 +395,33 @@ def test_parse_requirement_is_what_match_capability_applies():
         extra_specs.parse_requirement("s== x")
     with pytest.raises(ValueError):
         extra_specs.parse_requirement("<5")
+
+
+@hypothesis.given(
+    number=st.decimals(min_value=0, max_value=10**6, places=3,
+                       allow_nan=False, allow_infinity=False),
+    suffix=st.sampled_from(sorted(extra_specs.SUFFIXES) + [""]),
+    upper=st.booleans(),
+    left=st.sampled_from(["", " ", "  "]),
+    right=st.sampled_from(["", " ", "\t"]))
+def test_quantity_property(number, suffix, upper, left, right):
+    """Any number with any suffix, in either case, with whitespace around,
+    parses to number x multiplier."""
+    text = f"{left}{number}{suffix.upper() if upper else suffix}{right}"
+    expected = float(number) * extra_specs.SUFFIXES.get(suffix.lower(), 1.0)
+    assert extra_specs.parse_quantity(text) == pytest.approx(expected)
+
+
+@hypothesis.given(value=st.floats(min_value=0, max_value=1e15),
+                  op=st.sampled_from(sorted(extra_specs.THRESHOLD_OPS)),
+                  threshold=st.integers(min_value=0, max_value=10**6),
+                  suffix=st.sampled_from(["", "K", "M", "G", "Gi"]))
+def test_threshold_spec_property(value, op, threshold, suffix):
+    """A parsed threshold spec decides like the operator on the scaled
+    number, and always names its metric and raw value."""
+    spec, = extra_specs.parse_resource_specs(
+        {"resources:net.bw": f"{op} {threshold}{suffix}"})
+    scaled = threshold * extra_specs.SUFFIXES.get(suffix.lower(), 1.0)
+    assert spec.metric == "net.bw" and spec.op == op
+    assert spec.satisfied_by(value) == extra_specs.THRESHOLD_OPS[op](
+        value, scaled)
