@@ -44,8 +44,14 @@ deleted at the end, also after a failure, Ctrl-C or SIGTERM. The server
 processes are stopped by their PIDs.
 
 Usage: ``tools/bench_service.py [--hosts N]... [--threads T]...
-[--calls N]``; without ``--hosts`` / ``--threads`` the default cases
-(1,000 and 5,000 hosts, 1 and 8 threads) run.
+[--calls N] [--echo-calls N] [--warmup N]``; without ``--hosts`` /
+``--threads`` the default cases (1,000 and 5,000 hosts, 1 and 8 threads)
+run, 2,000 timed echo and 1,000 timed select_destinations calls per case
+after 200 warm-up calls (and, after a fleet was written, at least until
+``[filter_scheduler] refresh_overlap`` s have passed: until then every
+refresh scans the whole fleet). The echo is measured first, and stopped
+before the service starts. A full default run takes about 15 minutes on
+2 busy cores.
 """
 
 import argparse
@@ -515,9 +521,10 @@ class Result:
                    f"p50_ms={self.timing.p50_ms:.2f}",
                    f"p99_ms={self.timing.p99_ms:.2f}",
                    f"per_s={self.timing.per_s:.0f}"]
-        if self.echo is not None:
-            fields += [f"ratio_per_s={self.ratio:.2f}",
-                       f"p50_delta_ms={self.p50_delta_ms:.2f}"]
+        ratio, delta = self.ratio, self.p50_delta_ms
+        if ratio is not None and delta is not None:
+            fields += [f"ratio_per_s={ratio:.2f}",
+                       f"p50_delta_ms={delta:.2f}"]
         fields += [f"errors={self.timing.errors}",
                    f"server_cpu_ms={self.server_cpu_ms:.2f}",
                    f"load1={self.load1:.2f}"]
@@ -526,13 +533,14 @@ class Result:
     def verdicts(self) -> list[str]:
         """The issue 4 targets this case is held to, met or missed."""
         target = TARGETS.get(self.hosts or 0)
-        if self.echo is None or target is None:
+        ratio, delta = self.ratio, self.p50_delta_ms
+        if target is None or ratio is None or delta is None:
             return []
         min_ratio, max_delta = target
         verdicts = [f"per_s >= {min_ratio}x echo: "
-                    f"{'met' if self.ratio >= min_ratio else 'MISSED'}"]
+                    f"{'met' if ratio >= min_ratio else 'MISSED'}"]
         if max_delta is not None:
-            met = self.p50_delta_ms <= max_delta
+            met = delta <= max_delta
             verdicts.append(f"p50 <= echo + {max_delta:g} ms: "
                             f"{'met' if met else 'MISSED'}")
         return verdicts
