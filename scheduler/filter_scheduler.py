@@ -116,6 +116,32 @@ _METRIC_UNAVAILABLE = filters.Rejection(
     "required metric unavailable", "a metric it weighs is missing or stale")
 
 
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    """The filters and weighers one scheduler runs, and how it scales.
+
+    Built from ``[filter_scheduler]`` by default; a cluster policy
+    (``[policy:NAME]``) builds its own. ``weighers`` pairs each weigher
+    name with a factor that multiplies the weigher's own multiplier.
+    ``group``, ``filters_option`` and ``weighers_option`` name where the
+    names came from, for configuration errors.
+    """
+
+    filters: tuple[str, ...]
+    weighers: tuple[tuple[str, float], ...]
+    normalization: str
+    group: str = "filter_scheduler"
+    filters_option: str = "enabled_filters"
+    weighers_option: str = "weight_classes"
+
+    @classmethod
+    def from_conf(cls, conf: cfg.ConfigOpts) -> "Pipeline":
+        opts = conf.filter_scheduler
+        return cls(tuple(opts.enabled_filters),
+                   tuple((name, 1.0) for name in opts.weight_classes),
+                   opts.weight_normalization)
+
+
 def _load(namespace: str, names: Sequence[str], group: str, option: str,
           conf: cfg.ConfigOpts) -> list:
     def missing(missing_names):
@@ -150,16 +176,18 @@ class FilterScheduler:
 
     def __init__(self, conf: cfg.ConfigOpts,
                  host_manager: hm.HostManager | None = None,
-                 rng: random.Random | None = None):
+                 rng: random.Random | None = None,
+                 pipeline: Pipeline | None = None):
         self.conf = conf
-        opts = conf.filter_scheduler
+        self.pipeline = pipeline or Pipeline.from_conf(conf)
         self.host_manager = host_manager or hm.HostManager(conf)
         self.filters: list[filters.BaseHostFilter] = _load(
-            filters.NAMESPACE, opts.enabled_filters, "filter_scheduler",
-            "enabled_filters", conf)
+            filters.NAMESPACE, self.pipeline.filters, self.pipeline.group,
+            self.pipeline.filters_option, conf)
         self.weighers: list[weights.BaseHostWeigher] = _load(
-            weights.NAMESPACE, opts.weight_classes, "filter_scheduler",
-            "weight_classes", conf)
+            weights.NAMESPACE, [name for name, _ in self.pipeline.weighers],
+            self.pipeline.group, self.pipeline.weighers_option, conf)
+        self._factors = dict(self.pipeline.weighers)
         normalization.validate_weight_maximums(conf)
         self._rng = rng or random.SystemRandom()
 
@@ -277,13 +305,14 @@ class FilterScheduler:
             raw_by_weigher = self._raw_weights(spec, weighers, candidates)
 
         unavailable_weight = self.conf.metrics.weight_of_unavailable
-        mode = self.conf.filter_scheduler.weight_normalization
+        mode = self.pipeline.normalization
         weighed = _Weighed(candidates, [], [0.0] * len(candidates))
         for weigher, raw in zip(weighers, raw_by_weigher, strict=True):
             maximum = (normalization.weight_maximum(self.conf, weigher.name)
                        if mode == "hardmax" else None)
             normalized = normalization.normalize(mode, raw, maximum)
-            multiplier = weigher.multiplier(spec)
+            multiplier = (self._factors[weigher.name]
+                          * weigher.multiplier(spec))
             weighed.terms.append((weigher.name, raw, normalized))
             weighed.totals = [
                 total + (unavailable_weight if norm is None
