@@ -13,12 +13,14 @@ from scheduler.conf import default
 from scheduler.conf import filter_scheduler
 from scheduler.conf import messaging
 from scheduler.conf import metrics
+from scheduler.conf import migration
+from scheduler.conf import policies
 from scheduler.conf import scheduler
 
 CONF = cfg.CONF
 
 _MODULES = (default, database, filter_scheduler, metrics, messaging,
-            scheduler)
+            scheduler, policies, migration)
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

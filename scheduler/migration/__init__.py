@@ -1,0 +1,1 @@
+"""Migration policies and the convergence schedule they describe."""
