@@ -111,3 +111,65 @@ class Allocation(Base):
                                                        index=True)
     created_at: Mapped[datetime.datetime] = mapped_column(
         PreciseDateTime, nullable=False, default=utcnow, index=True)
+
+
+#: States of a migration; planned and running ones hold their destination
+#: claim and count against the per-host migration limits.
+MIGRATION_STATES = ("planned", "running", "completed", "failed",
+                    "cancelled")
+ACTIVE_MIGRATION_STATES = ("planned", "running")
+
+
+class Migration(Base):
+    """A move of one instance that a balancer planned.
+
+    The instance keeps its claim on the source; the migration holds the
+    destination claim (``allocation_id``, whose consumer is the
+    migration's ``uuid``). Node ids are not foreign keys: the record
+    outlives the nodes, which is why their host names are kept too.
+    """
+
+    __tablename__ = "migrations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True, nullable=False)
+    instance_uuid: Mapped[str] = mapped_column(String(36), index=True,
+                                               nullable=False)
+    source_node_id: Mapped[int] = mapped_column(Integer, index=True,
+                                                nullable=False)
+    source_host: Mapped[str] = mapped_column(String(255), nullable=False)
+    dest_node_id: Mapped[int] = mapped_column(Integer, index=True,
+                                              nullable=False)
+    dest_host: Mapped[str] = mapped_column(String(255), nullable=False)
+    cluster: Mapped[str | None] = mapped_column(String(255))
+    cluster_policy: Mapped[str] = mapped_column(String(255), nullable=False)
+    #: A migration policy id; None: the cluster's default applies.
+    migration_policy: Mapped[str | None] = mapped_column(String(255))
+    allocation_id: Mapped[str | None] = mapped_column(String(36))
+    state: Mapped[str] = mapped_column(String(16), index=True,
+                                       nullable=False)
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow)
+    updated_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow)
+
+
+class UtilizationSample(Base):
+    """One cpu.percent report of a node, kept for as long as the longest
+    balancer window needs it (``scheduler.balancer.history``)."""
+
+    __tablename__ = "utilization_samples"
+    __table_args__ = (
+        UniqueConstraint(
+            "node_id", "reported_at",
+            name="uniq_utilization_samples0node_id0reported_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    node_id: Mapped[int] = mapped_column(
+        ForeignKey("compute_nodes.id", ondelete="CASCADE"), nullable=False)
+    #: The metric's own timestamp, not the time it was recorded.
+    reported_at: Mapped[datetime.datetime] = mapped_column(PreciseDateTime,
+                                                           nullable=False)
+    cpu_percent: Mapped[float] = mapped_column(Float, nullable=False)
+    instances: Mapped[int] = mapped_column(Integer, nullable=False)
