@@ -294,8 +294,9 @@ class MonitorAgent:
                 LOG.info("Registered node %s (%s)", self.hostname, node_id)
             else:
                 connection.execute(table.update().where(
-                    table.c.id == node_id).values(updated_at=now,
-                                                  changed_at=now, **values))
+                    table.c.id == node_id).values(
+                        updated_at=now, changed_at=now,
+                        generation=table.c.generation + 1, **values))
         self.node_id = node_id
         return node_id
 
@@ -307,6 +308,9 @@ class MonitorAgent:
                 table.update().where(table.c.id == self.node_id).values(
                     metrics=json.dumps(metrics), metrics_updated_at=now,
                     updated_at=now, changed_at=now,
+                    # Every writer bumps it: how the schedulers' caches
+                    # notice a change committed late (host_manager).
+                    generation=table.c.generation + 1,
                     **self.measured_usage())).rowcount
         if not updated:
             LOG.warning("Node %s vanished from compute_nodes; registering "

@@ -10,10 +10,12 @@ resources of their hosts before the next instance is placed.
 
 import collections
 import dataclasses
+import math
 import random
 from collections.abc import Callable
 from collections.abc import Sequence
 
+import numpy as np
 from oslo_config import cfg
 from oslo_log import log as logging
 from stevedore import named
@@ -23,6 +25,7 @@ from scheduler import filters
 from scheduler import host_manager as hm
 from scheduler import weights
 from scheduler.db import models
+from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import normalization
 
@@ -55,6 +58,9 @@ class Decision:
     selected: list[hm.HostState]
     #: The weight of each host of ``selected``, in the same order.
     selected_weights: list[float] = dataclasses.field(default_factory=list)
+    #: The position of each host of ``selected`` in the decision's table.
+    selected_rows: list[int] = dataclasses.field(
+        default_factory=list, repr=False, compare=False)
     summary: str = ""
     # Builds ``results``, on first use only.
     _explain: Callable[[], list[HostResult]] = dataclasses.field(
@@ -97,23 +103,23 @@ class Decision:
 class _Weighed:
     """The candidates of one decision with their weights, by column."""
 
-    hosts: list[hm.HostState]
-    #: (weigher name, raw weights, normalised weights) per weigher.
-    terms: list[tuple[str, list, list]]
+    #: Positions of the candidates in the decision's table.
+    rows: np.ndarray
+    #: (weigher name, raw weights, normalised weights) per weigher, NaN
+    #: where unavailable.
+    terms: list[tuple[str, np.ndarray, np.ndarray]]
     #: The sum of multiplier x normalised weight over the weighers.
-    totals: list[float]
+    totals: np.ndarray
 
 
 #: A host rejected by a filter or weigher (named), and why.
 _Rejected = tuple[hm.HostState, str, filters.Rejection]
 
-#: Hosts per block of _filter(): small enough for their data to stay in
-#: the CPU caches, large enough for the per-call work of filters not to
-#: matter.
-_FILTER_BLOCK = 256
-
 _METRIC_UNAVAILABLE = filters.Rejection(
     "required metric unavailable", "a metric it weighs is missing or stale")
+# A filter whose reject() disagrees with its passes(): a plugin bug, which
+# must not hide the host from explain output.
+_UNEXPLAINED = filters.Rejection("rejected", "the filter gave no reason")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,10 +206,9 @@ class FilterScheduler:
                 hosts: Sequence[hm.HostState] | None = None) -> Decision:
         """The decision for the first instance of ``spec``, no claim."""
         self.validate(spec)
-        if hosts is None:
-            hosts = self.host_manager.host_states()
+        table = self._table(hosts)
         spec.start_call(models.utcnow())
-        return self._decide(spec, hosts)
+        return self._decide(spec, table)
 
     def select(self, spec: RequestSpec,
                hosts: Sequence[hm.HostState] | None = None
@@ -212,121 +217,118 @@ class FilterScheduler:
         fit. The resources of each chosen host are consumed (on copies)
         before the next instance is placed."""
         self.validate(spec)
-        if hosts is None:
-            hosts = self.host_manager.host_states()
-        # Copy-on-write: only hosts an instance lands on are copied before
-        # consume(), so the shared cache stays untouched and a request
-        # does not pay for copying the whole fleet.
-        hosts = list(hosts)
-        position = {id(h): i for i, h in enumerate(hosts)}
-        private: set[int] = set()
+        table = self._table(hosts)
         flavor = spec.flavor
         uuids = spec.instance_uuids or [None] * spec.num_instances
         # One "now" for every host and instance of the request.
         spec.start_call(models.utcnow())
         decisions = []
-        for instance_uuid in uuids:
-            decision = self._decide(spec, hosts)
+        for number, instance_uuid in enumerate(uuids):
+            decision = self._decide(spec, table)
             if not decision.selected:
                 raise exception.NoValidHost(decision.summary)
-            index = position[id(decision.selected[0])]
-            if index not in private:
-                hosts[index], = hm.snapshot([hosts[index]])
-                position[id(hosts[index])] = index
-                private.add(index)
-            chosen = hosts[index]
-            decision.selected[0] = chosen
+            # Copy-on-write: the chosen host is copied before consume(),
+            # so the shared cache stays untouched.
+            chosen, = hm.snapshot(decision.selected[:1])
             chosen.consume(flavor.vcpus, flavor.memory_mb, flavor.disk_gb,
                            instance_uuid, spec.group)
+            decision.selected[0] = chosen
             if spec.group:
                 spec.group_hosts.add(chosen.host)
             decisions.append(decision)
+            if number + 1 < len(uuids):
+                table = table.replaced({decision.selected_rows[0]: chosen})
         return decisions
 
-    def _decide(self, spec: RequestSpec,
-                hosts: Sequence[hm.HostState]) -> Decision:
+    def _table(self, hosts: Sequence[hm.HostState] | None) -> HostTable:
+        if hosts is None:
+            return self.host_manager.host_table()
+        return HostTable(list(hosts))
+
+    def _decide(self, spec: RequestSpec, table: HostTable) -> Decision:
+        hosts = table.hosts
         if spec.group:
             spec.group_hosts |= {h.host for h in hosts
                                  if spec.group in h.instance_groups}
-        rejected: list[_Rejected] = []
-        candidates = self._filter(spec, hosts, rejected)
-        weighed = self._weigh(spec, candidates, rejected)
-        # Indexes into weighed.hosts (the weighers may have removed hosts
-        # lacking a required metric), heaviest first, ties by name.
-        keys = [(-total, host.host, host.nodename) for total, host
-                in zip(weighed.totals, weighed.hosts, strict=True)]
-        ranked = sorted(range(len(keys)), key=keys.__getitem__)
-        picked = [ranked[rank] for rank in self._pick(len(ranked))]
-        # A copy: select() replaces the hosts it consumes on in its list.
-        given = list(hosts)
+        removed = _Removed(hosts)
+        candidates = self._filter(spec, table, removed)
+        weighed = self._weigh(spec, table, candidates, removed)
+        # Heaviest first, ties by name.
+        ranked = weighed.rows[np.lexsort(
+            (table.name_rank()[weighed.rows], -weighed.totals))]
+        totals_by_row = dict(zip(weighed.rows.tolist(),
+                                 weighed.totals.tolist(), strict=True))
+        picked = [int(ranked[rank]) for rank in self._pick(len(ranked))]
         decision = Decision(
-            selected=[weighed.hosts[i] for i in picked],
-            selected_weights=[weighed.totals[i] for i in picked],
+            selected=[hosts[row] for row in picked],
+            selected_weights=[totals_by_row[row] for row in picked],
+            selected_rows=picked,
             summary="" if picked else histogram(
-                len(given), [_result(record) for record in rejected]),
-            _explain=lambda: _results(given, weighed, ranked, rejected))
+                len(hosts), [_result(record)
+                             for record in removed.records(spec)]),
+            _explain=lambda: _results(table, weighed, ranked, removed,
+                                      spec))
         if LOG.isEnabledFor(logging.DEBUG):
             LOG.debug("Cost table for %s:\n%s", spec.flavor.name or "request",
                       cost_table(decision.results))
         return decision
 
-    def _filter(self, spec: RequestSpec, hosts: Sequence[hm.HostState],
-                rejected: list[_Rejected]) -> list[hm.HostState]:
-        """The hosts every filter passes; the others go to ``rejected``,
-        named after the first filter that rejects them."""
-        active = [f for f in self.filters if f.applies(spec)]
-        passed: list[hm.HostState] = []
-        # A block of hosts at a time through every filter: the hosts'
-        # data is still in the CPU caches when the next filter reads it,
-        # which counts over a large fleet.
-        for start in range(0, len(hosts), _FILTER_BLOCK):
-            passed.extend(_filter_block(
-                active, spec, hosts[start:start + _FILTER_BLOCK], rejected))
-        return passed
+    def _filter(self, spec: RequestSpec, table: HostTable,
+                removed: "_Removed") -> np.ndarray:
+        """Positions of the hosts every filter passes; the others are
+        recorded in ``removed`` under the first filter that rejects
+        them."""
+        alive = np.ones(len(table), dtype=bool)
+        for host_filter in self.filters:
+            if not host_filter.applies(spec):
+                continue
+            verdicts = host_filter.passes(table, spec)
+            if verdicts is None:
+                # No column form: ask the filter about the hosts left.
+                rows = np.flatnonzero(alive)
+                answers = host_filter.rejections(
+                    [table.hosts[row] for row in rows], spec)
+                for row, rejection in zip(rows.tolist(), answers,
+                                          strict=True):
+                    if rejection is not None:
+                        alive[row] = False
+                        removed.add(row, host_filter, rejection)
+            else:
+                removed.add_all(alive & ~verdicts, host_filter)
+                alive &= verdicts
+        return np.flatnonzero(alive)
 
-    def _weigh(self, spec: RequestSpec, candidates: list[hm.HostState],
-               rejected: list[_Rejected]) -> _Weighed:
+    def _weigh(self, spec: RequestSpec, table: HostTable,
+               candidates: np.ndarray, removed: "_Removed") -> _Weighed:
         weighers = [w for w in self.weighers if w.applies(spec)]
-        raw_by_weigher = self._raw_weights(spec, weighers, candidates)
+        raws = [_raw(w, table, candidates, spec) for w in weighers]
         # Hosts lacking a required metric go before anything is scaled, so
         # they cannot stretch or squash how the remaining hosts compare.
-        removed: set[int] = set()
-        for weigher, raw in zip(weighers, raw_by_weigher, strict=True):
-            if not weigher.unavailable_removes_host(spec) or None not in raw:
-                continue
-            for index, value in enumerate(raw):
-                if value is None and index not in removed:
-                    removed.add(index)
-                    rejected.append((candidates[index], weigher.name,
-                                     _METRIC_UNAVAILABLE))
-        if removed:
-            candidates = [host for index, host in enumerate(candidates)
-                          if index not in removed]
-            raw_by_weigher = self._raw_weights(spec, weighers, candidates)
+        lacking = np.zeros(len(candidates), dtype=bool)
+        for weigher, raw in zip(weighers, raws, strict=True):
+            if weigher.unavailable_removes_host(spec):
+                newly = np.isnan(raw) & ~lacking
+                for row in candidates[newly].tolist():
+                    removed.add(row, weigher, _METRIC_UNAVAILABLE)
+                lacking |= newly
+        if lacking.any():
+            candidates = candidates[~lacking]
+            raws = [_raw(w, table, candidates, spec) for w in weighers]
 
         unavailable_weight = self.conf.metrics.weight_of_unavailable
         mode = self.pipeline.normalization
-        weighed = _Weighed(candidates, [], [0.0] * len(candidates))
-        for weigher, raw in zip(weighers, raw_by_weigher, strict=True):
+        weighed = _Weighed(candidates, [], np.zeros(len(candidates)))
+        for weigher, raw in zip(weighers, raws, strict=True):
             maximum = (normalization.weight_maximum(self.conf, weigher.name)
                        if mode == "hardmax" else None)
-            normalized = normalization.normalize(mode, raw, maximum)
+            normalized = normalization.normalize_array(mode, raw, maximum)
             multiplier = (self._factors[weigher.name]
                           * weigher.multiplier(spec))
             weighed.terms.append((weigher.name, raw, normalized))
-            weighed.totals = [
-                total + (unavailable_weight if norm is None
-                         else multiplier * norm)
-                for total, norm in zip(weighed.totals, normalized,
-                                       strict=True)]
+            weighed.totals = weighed.totals + np.where(
+                np.isnan(normalized), unavailable_weight,
+                multiplier * normalized)
         return weighed
-
-    @staticmethod
-    def _raw_weights(spec: RequestSpec,
-                     weighers: list[weights.BaseHostWeigher],
-                     hosts: list[hm.HostState]) -> list[list]:
-        return [w.raw_weights(hosts, spec) if hosts else []
-                for w in weighers]
 
     def _pick(self, count: int) -> list[int]:
         """Ranks (0 is the best) of the chosen host, then the alternates,
@@ -341,47 +343,86 @@ class FilterScheduler:
         return [chosen] + alternates[:opts.max_attempts - 1]
 
 
-def _filter_block(active: list[filters.BaseHostFilter], spec: RequestSpec,
-                  hosts: Sequence[hm.HostState],
-                  rejected: list[_Rejected]) -> Sequence[hm.HostState]:
-    # Filter by filter over the survivors, so a cheap early filter spares
-    # later ones most hosts.
-    remaining = hosts
-    for host_filter in active:
-        if not remaining:
-            break
-        verdicts = host_filter.rejections(remaining, spec)
-        if verdicts.count(None) == len(remaining):
-            continue  # every host passed
-        name = host_filter.name
-        survivors = []
-        for host, rejection in zip(remaining, verdicts, strict=True):
-            if rejection is None:
-                survivors.append(host)
-            else:
-                rejected.append((host, name, rejection))
-        remaining = survivors
-    return remaining
+def _raw(weigher: weights.BaseHostWeigher, table: HostTable,
+         rows: np.ndarray, spec: RequestSpec) -> np.ndarray:
+    """The weigher's raw weights of the hosts at ``rows``, NaN for
+    unavailable."""
+    if not len(rows):
+        return np.zeros(0)
+    column = weigher.raw_column(table, rows, spec)
+    if column is not None:
+        return column
+    return np.array([np.nan if weight is None else weight for weight
+                     in weigher.raw_weights(
+                         [table.hosts[row] for row in rows.tolist()], spec)],
+                    dtype=float)
 
 
-def _result(record: _Rejected) -> HostResult:
-    host, name, rejection = record
+class _Removed:
+    """The hosts of one decision that a filter or weigher removed.
+
+    Filters with a column form only say which hosts fail; why (the
+    Rejection) is asked of them when explain output or a NoValidHost
+    histogram needs it, not on the path of a successful placement.
+    """
+
+    def __init__(self, hosts: Sequence[hm.HostState]):
+        self._hosts = hosts
+        #: (filter or weigher, rows) in the order they were removed.
+        self._batches: list[tuple[object, np.ndarray]] = []
+        self._known: list[tuple[int, object, filters.Rejection]] = []
+
+    def add(self, row: int, judge: object,
+            rejection: filters.Rejection) -> None:
+        self._known.append((row, judge, rejection))
+
+    def add_all(self, mask: np.ndarray, host_filter: filters.BaseHostFilter
+                ) -> None:
+        if mask.any():
+            self._batches.append((host_filter, np.flatnonzero(mask)))
+
+    def records(self, spec: RequestSpec) -> list[tuple[int, _Rejected]]:
+        """(row, (host, judge's name, rejection)) of every removed host,
+        in row order."""
+        found = [(row, (self._hosts[row], judge.name, rejection))
+                 for row, judge, rejection in self._known]
+        for host_filter, rows in self._batches:
+            hosts = [self._hosts[row] for row in rows.tolist()]
+            for row, host, rejection in zip(
+                    rows.tolist(), hosts,
+                    host_filter.rejections(hosts, spec), strict=True):
+                found.append((row, (host, host_filter.name, rejection
+                                    or _UNEXPLAINED)))
+        found.sort(key=lambda item: item[0])
+        return found
+
+
+def _result(record: tuple[int, _Rejected]) -> HostResult:
+    _row, (host, name, rejection) = record
     return HostResult(host, name, rejection.reason, rejection.detail)
 
 
-def _results(hosts: Sequence[hm.HostState], weighed: _Weighed,
-             ranked: list[int],
-             rejected: list[_Rejected]) -> list[HostResult]:
-    """Every host's fate: the candidates best first (``ranked`` indexes
-    ``weighed``), then the rejected hosts in the order given."""
-    results = [HostResult(
-        weighed.hosts[i], weight=weighed.totals[i],
-        weights={name: WeighedTerm(raw[i], normalized[i])
-                 for name, raw, normalized in weighed.terms})
-        for i in ranked]
-    fates = {id(record[0]): record for record in rejected}
-    results.extend(_result(fates[id(host)]) for host in hosts
-                   if id(host) in fates)
+def _optional(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _results(table: HostTable, weighed: _Weighed, ranked: np.ndarray,
+             removed: _Removed, spec: RequestSpec) -> list[HostResult]:
+    """Every host's fate: the candidates best first, then the removed
+    hosts in table order."""
+    column = {row: i for i, row in enumerate(weighed.rows.tolist())}
+    terms = [(name, raw.tolist(), normalized.tolist())
+             for name, raw, normalized in weighed.terms]
+    totals = weighed.totals.tolist()
+    results = []
+    for row in ranked.tolist():
+        i = column[row]
+        results.append(HostResult(
+            table.hosts[row], weight=totals[i],
+            weights={name: WeighedTerm(_optional(raw[i]),
+                                       _optional(normalized[i]))
+                     for name, raw, normalized in terms}))
+    results.extend(_result(record) for record in removed.records(spec))
     return results
 
 

@@ -26,12 +26,15 @@ from collections.abc import Iterator
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
 import sqlalchemy as sa
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler.host_table import HostTable
+from scheduler.host_table import epoch
 from scheduler.request_spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
@@ -559,6 +562,10 @@ def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
         yield ids[start:start + _IN_CHUNK]
 
 
+#: Seconds between two checks of the overlap window for late changes.
+_WINDOW_CHECK_INTERVAL = 1.0
+
+
 def _order_key(state: HostState) -> tuple[str, str, int]:
     return state.host, state.nodename, state.node_id
 
@@ -594,12 +601,21 @@ class HostManager:
         self._entries: dict[int, _Entry] = {}
         self._ordered: list[HostState] = []
         self._position: dict[int, int] = {}
+        self._table = HostTable([])
         self._watermark: datetime.datetime | None = None
         self._last_full: float | None = None
+        self._window_checked: float | None = None
         self._started = 0
         self._completed = 0
         #: Counters of the last successful refresh, None before the first.
         self.last_refresh: RefreshStats | None = None
+
+    def host_table(self, now: float | None = None) -> HostTable:
+        """``host_states()`` as a HostTable, whose columns carry over from
+        one refresh to the next (recomputed for the hosts that changed).
+        Shared by every thread; treat it as read-only."""
+        self.host_states(now)
+        return self._table
 
     def host_states(self, now: float | None = None) -> list[HostState]:
         """Refresh the cache and return every host, ordered by host and
@@ -635,11 +651,12 @@ class HostManager:
             if full:
                 changes = self._read_all(connection, ratios)
             else:
-                changes = self._read_changed(connection,
+                changes = self._read_changed(connection, now,
                                              opts.refresh_overlap, ratios)
         self._apply(changes)
         if full:
-            self._last_full = now
+            # A full load reads the overlap window too.
+            self._last_full = self._window_checked = now
         self.last_refresh = RefreshStats(
             full=full, duration=time.perf_counter() - began,
             rows_read=changes.rows_read, rows_fetched=changes.rows_fetched,
@@ -662,15 +679,10 @@ class HostManager:
             rows_read=len(rows), rows_fetched=len(rows),
             rows_decoded=decoded, allocations_read=len(allocations))
 
-    def _read_changed(self, connection: sa.Connection, overlap: int,
+    def _read_changed(self, connection: sa.Connection, now: float,
+                      overlap: int,
                       ratios: tuple[float, float, float]) -> _Changes:
-        query = _select(_NODES, _KeyRow)
-        if self._watermark is not None:
-            since = self._watermark - datetime.timedelta(seconds=overlap)
-            # >= rather than >: with no overlap, a row committed late with
-            # the watermark's own timestamp must still be seen.
-            query = query.where(_NODES.c.changed_at >= since)
-        keys = _fetch(connection, query, _KeyRow)
+        keys = self._changed_keys(connection, now, overlap)
         stale = [key.id for key in keys if self._is_stale(key)]
         rows: list[_NodeRow] = []
         allocations: list[_AllocationRow] = []
@@ -694,6 +706,68 @@ class HostManager:
             gone=set(stale) - entries.keys(), newest=newest,
             rows_read=len(keys), rows_fetched=len(rows),
             rows_decoded=decoded, allocations_read=len(allocations))
+
+    def _changed_keys(self, connection: sa.Connection, now: float,
+                      overlap: int) -> list[_KeyRow]:
+        """The change keys of the rows that may have changed since the
+        last refresh.
+
+        Those stamped after the watermark, and, at most once per
+        ``_WINDOW_CHECK_INTERVAL`` seconds, those of the overlap window
+        before it (committed late, or by a writer whose clock lags) when
+        that window's row count or generation sum differs from the
+        cache's: every writer bumps ``generation``, so a late change
+        moves the sum. Comparing two numbers spares a scan of every row
+        of the window, which at a monitor interval of a minute holds a
+        sixth of the fleet for the default overlap; checking once a
+        second spares the sum over the window on every request. A late
+        change is seen within the second, and a claim is checked against
+        the database anyway.
+        """
+        query = _select(_NODES, _KeyRow)
+        watermark = self._watermark
+        if watermark is None:
+            return _fetch(connection, query, _KeyRow)
+        since = watermark - datetime.timedelta(seconds=overlap)
+        # >= rather than >: with no overlap, a row committed late with
+        # the watermark's own timestamp must still be seen.
+        window = query.where(_NODES.c.changed_at >= since)
+        in_window = (_NODES.c.changed_at >= since) & (
+            _NODES.c.changed_at < watermark)
+        # >=: a writer may stamp a change with the watermark's own time.
+        newer = _fetch(connection, query.where(
+            _NODES.c.changed_at >= watermark), _KeyRow)
+        if (self._window_checked is not None
+                and now - self._window_checked < _WINDOW_CHECK_INTERVAL):
+            return newer
+        self._window_checked = now
+        count, generations = connection.execute(sa.select(
+            sa.func.count(), sa.func.coalesce(sa.func.sum(
+                _NODES.c.generation), 0)).where(in_window)).one()
+        if (count, generations) != self._window_fingerprint(
+                since, watermark, {key.id for key in newer}):
+            return _fetch(connection, window, _KeyRow)
+        return newer
+
+    def _window_fingerprint(self, since: datetime.datetime,
+                            until: datetime.datetime,
+                            moved: set[int]) -> tuple[int, int]:
+        """(rows, sum of generations) the database should hold from
+        ``since`` until before ``until`` if nothing was committed late:
+        the cached hosts changed then, but for those whose change since
+        was seen (``moved``: their ids)."""
+        table = self._table
+        changed = table.column("changed_at", float,
+                               lambda host: epoch(host.changed_at))
+        inside = (changed >= epoch(since)) & (changed < epoch(until))
+        generations = table.attribute("generation", np.int64)
+        count, total = int(inside.sum()), int(generations[inside].sum())
+        for node_id in moved:
+            row = self._position.get(node_id)
+            if row is not None and inside[row]:
+                count -= 1
+                total -= int(generations[row])
+        return count, total
 
     def _is_stale(self, key: _KeyRow) -> bool:
         entry = self._entries.get(key.id)
@@ -733,6 +807,7 @@ class HostManager:
 
     def _apply(self, changes: _Changes) -> None:
         reorder = changes.full
+        replaced: dict[int, HostState] = {}
         if changes.full:
             self._entries = changes.entries
         else:
@@ -743,7 +818,7 @@ class HostManager:
                                    != _order_key(entry.state)):
                     reorder = True
                 elif not reorder:
-                    self._ordered[self._position[node_id]] = entry.state
+                    replaced[self._position[node_id]] = entry.state
             for node_id in changes.gone:
                 if self._entries.pop(node_id, None) is not None:
                     reorder = True
@@ -753,6 +828,11 @@ class HostManager:
                                    key=_order_key)
             self._position = {state.node_id: index for index, state
                               in enumerate(self._ordered)}
+            self._table = HostTable(list(self._ordered))
+        elif replaced:
+            for index, state in replaced.items():
+                self._ordered[index] = state
+            self._table = self._table.replaced(replaced)
         self._advance_watermark(changes.newest)
 
     def _advance_watermark(self, newest: datetime.datetime | None) -> None:

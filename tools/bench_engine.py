@@ -97,7 +97,8 @@ def touch_one(engine: sa.Engine, size: int, rng: random.Random) -> None:
         connection.execute(table.update().where(
             table.c.host == f"node-{rng.randrange(size):05d}").values(
             metrics=_metrics(rng, now.isoformat() + "Z"),
-            metrics_updated_at=now, updated_at=now, changed_at=now))
+            metrics_updated_at=now, updated_at=now, changed_at=now,
+            generation=table.c.generation + 1))
 
 
 def make_conf(url: str) -> cfg.ConfigOpts:

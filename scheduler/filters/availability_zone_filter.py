@@ -2,9 +2,12 @@
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
+from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 
 
@@ -19,6 +22,13 @@ class AvailabilityZoneFilter(BaseHostFilter):
             return [None] * len(hosts)
         return [None if host.availability_zone == wanted
                 else _elsewhere(host, wanted) for host in hosts]
+
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        wanted = spec.availability_zone
+        if not wanted:
+            return np.ones(len(table), dtype=bool)
+        return table.attribute("availability_zone", object) == wanted
 
 
 def _elsewhere(host: HostState, wanted: str) -> Rejection:

@@ -1,8 +1,11 @@
 """ClusterFilter: honour the request's cluster."""
 
+import numpy as np
+
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
+from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 
 
@@ -16,3 +19,9 @@ class ClusterFilter(BaseHostFilter):
             return None
         return Rejection(f"not in cluster {wanted}",
                          f"host is in {host.cluster or 'no cluster'}")
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        wanted = spec.cluster
+        if not wanted:
+            return np.ones(len(table), dtype=bool)
+        return table.attribute("cluster", object) == wanted

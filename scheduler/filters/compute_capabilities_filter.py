@@ -6,10 +6,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 from scheduler import extra_specs
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
+from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 
 # Nova's names for attributes this project calls differently.
@@ -116,3 +119,20 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
             else:
                 rejections.append(None)
         return rejections
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        checks = spec.memo("ComputeCapabilitiesFilter",
+                           lambda: _checks(spec))
+        ok = np.ones(len(table), dtype=bool)
+        for check in checks:
+            # Each distinct value (CPU model, feature list ...) is matched
+            # once, however many hosts share it.
+            codes, values = table.codes(
+                ("capability", check.attribute, check.keys),
+                lambda host, check=check: _value(host, check.attribute,
+                                                 check.keys))
+            verdicts = np.fromiter(
+                (value is not _MISSING and check.requirement.matches(value)
+                 for value in values), dtype=bool, count=len(values))
+            ok &= verdicts[codes]
+        return ok

@@ -3,11 +3,15 @@
 import datetime
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler.db.models import utcnow
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
 from scheduler.host_manager import seconds_before
+from scheduler.host_table import HostTable
+from scheduler.host_table import epoch
 from scheduler.request_spec import RequestSpec
 
 
@@ -27,6 +31,15 @@ class ComputeFilter(BaseHostFilter):
                 if host.disabled or host.updated_at is None
                 or host.updated_at < oldest else None
                 for host in hosts]
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        _now, oldest = spec.memo("ComputeFilter",
+                                 lambda: self._heartbeat_window(spec))
+        # A missing heartbeat is NaN, which compares False: down.
+        heartbeat = table.column("heartbeat", float,
+                                 lambda host: epoch(host.updated_at))
+        return ~table.attribute("disabled", bool) & (
+            heartbeat >= epoch(oldest))
 
     def _heartbeat_window(
             self, spec: RequestSpec

@@ -2,10 +2,13 @@
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters.ram_filter import capacity_detail
 from scheduler.host_manager import HostState
+from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 
 
@@ -24,6 +27,13 @@ class CoreFilter(BaseHostFilter):
             return [None] * len(hosts)
         return [None if needed <= host.free_vcpus
                 else _insufficient(host, needed) for host in hosts]
+
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        needed = spec.flavor.vcpus
+        if needed <= 0:
+            return np.ones(len(table), dtype=bool)
+        return table.attribute("free_vcpus") >= needed
 
 
 def _insufficient(host: HostState, needed: int) -> Rejection:

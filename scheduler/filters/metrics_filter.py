@@ -3,11 +3,15 @@
 import datetime
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
 from scheduler.host_manager import MetricsWindow
 from scheduler.host_manager import metrics_window
+from scheduler.host_table import HostTable
+from scheduler.host_table import fresh_metric
 from scheduler.request_spec import RequestSpec
 
 
@@ -54,6 +58,18 @@ class MetricsFilter(BaseHostFilter):
             else:
                 rejections.append(None)
         return rejections
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        window, names = spec.memo("MetricsFilter",
+                                  lambda: self._prepare(spec))
+        ok = np.ones(len(table), dtype=bool)
+        for name in names:
+            broken = table.column(("bad_metric", name), bool,
+                                  lambda host, name=name:
+                                  name in host.bad_metrics)
+            ok &= ~broken & ~np.isnan(fresh_metric(table, name,
+                                                   window.cutoff))
+        return ok
 
     def _prepare(self, spec: RequestSpec) -> tuple[MetricsWindow, list[str]]:
         """The request's metrics window and the metrics of ``[metrics]

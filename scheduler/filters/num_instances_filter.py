@@ -1,8 +1,11 @@
 """NumInstancesFilter: cap the number of instances per host."""
 
+import numpy as np
+
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
+from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 
 
@@ -16,3 +19,7 @@ class NumInstancesFilter(BaseHostFilter):
             return None
         return Rejection("too many instances",
                          f"{host.num_instances} instances, limit {limit}")
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        limit = self.conf.filter_scheduler.max_instances_per_host
+        return table.attribute("num_instances") < limit

@@ -2,9 +2,12 @@
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
+from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 
 
@@ -39,6 +42,13 @@ class RamFilter(BaseHostFilter):
             return [None] * len(hosts)
         return [None if needed <= host.free_ram_mb
                 else _insufficient(host, needed) for host in hosts]
+
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        needed = spec.flavor.memory_mb
+        if needed <= 0:
+            return np.ones(len(table), dtype=bool)
+        return table.attribute("free_ram_mb") >= needed
 
 
 def _insufficient(host: HostState, needed: int) -> Rejection:

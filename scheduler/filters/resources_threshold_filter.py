@@ -3,6 +3,8 @@
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler import extra_specs
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
@@ -10,6 +12,8 @@ from scheduler.filters.metrics_filter import unavailable_detail
 from scheduler.host_manager import HostState
 from scheduler.host_manager import MetricsWindow
 from scheduler.host_manager import metrics_window
+from scheduler.host_table import HostTable
+from scheduler.host_table import fresh_metric
 from scheduler.request_spec import RequestSpec
 
 
@@ -57,6 +61,17 @@ class ResourcesThresholdFilter(BaseHostFilter):
             else:
                 rejections.append(None)
         return rejections
+
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        window = metrics_window(spec, self.conf)
+        ok = np.ones(len(table), dtype=bool)
+        for resource in _thresholds(spec):
+            values = fresh_metric(table, resource.metric, window.cutoff)
+            # NaN fails every comparison but !=: test for it first.
+            ok &= ~np.isnan(values)
+            ok &= resource.satisfied_by(values)
+        return ok
 
 
 def _rejection(host: HostState, resource: extra_specs.ResourceSpec,

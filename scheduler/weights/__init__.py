@@ -10,9 +10,11 @@ weigher's multiplier and sums.
 
 from collections.abc import Sequence
 
+import numpy as np
 from oslo_config import cfg
 
 from scheduler.host_manager import HostState
+from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 
 NAMESPACE = "scheduler.weighers"
@@ -47,3 +49,11 @@ class BaseHostWeigher:
     def raw_weights(self, hosts: Sequence[HostState],
                     spec: RequestSpec) -> list[float | None]:
         return [self.raw_weight(host, spec) for host in hosts]
+
+    def raw_column(self, table: HostTable, rows: np.ndarray,
+                   spec: RequestSpec) -> np.ndarray | None:
+        """``raw_weights()`` of the hosts at positions ``rows`` of
+        ``table``, as a float array with NaN for None; or None when the
+        weigher has no column form (the scheduler then calls
+        ``raw_weights()``)."""
+        return None

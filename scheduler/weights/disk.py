@@ -2,7 +2,10 @@
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler.host_manager import HostState
+from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 
@@ -22,3 +25,7 @@ class DiskWeigher(BaseHostWeigher):
                     spec: RequestSpec) -> list[float | None]:
         # raw_weight() without a method call per host.
         return [float(host.free_disk_gb) for host in hosts]
+
+    def raw_column(self, table: HostTable, rows: np.ndarray,
+                   spec: RequestSpec) -> np.ndarray:
+        return table.attribute("free_disk_gb")[rows]

@@ -2,8 +2,12 @@
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler.host_manager import HostState
 from scheduler.host_manager import metrics_window
+from scheduler.host_table import HostTable
+from scheduler.host_table import fresh_metric
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 
@@ -49,3 +53,12 @@ class MetricsWeigher(BaseHostWeigher):
                 total += ratio * value
             weights.append(total)
         return weights
+
+    def raw_column(self, table: HostTable, rows: np.ndarray,
+                   spec: RequestSpec) -> np.ndarray:
+        cutoff = metrics_window(spec, self.conf).cutoff
+        total = np.zeros(len(rows))
+        # NaN (missing or stale) carries through the sum, as None does.
+        for name, ratio in self.conf.metrics.weight_setting:
+            total = total + ratio * fresh_metric(table, name, cutoff)[rows]
+        return total

@@ -49,10 +49,10 @@ default); the numbers of A, B and C are the same without D. With ties,
 raw (5, 5, 1) ranks (2, 2, 0) and raw (5, 1, 1) ranks (2, 1, 1).
 """
 
-import bisect
 import math
 from collections.abc import Sequence
 
+import numpy as np
 from oslo_config import cfg
 
 from scheduler import exception
@@ -71,55 +71,43 @@ def normalize(mode: str, raw: Sequence[float | None],
 
     ``maximum`` is only used by ``hardmax``; it must be positive.
     """
-    available = [v for v in raw if v is not None]
-    # Each mode builds the list itself rather than returning a scale
-    # function: a call per value adds up over every candidate of every
-    # weigher.
+    values = np.array([np.nan if v is None else v for v in raw],
+                      dtype=float)
+    return [None if math.isnan(v) else v
+            for v in normalize_array(mode, values, maximum).tolist()]
+
+
+def normalize_array(mode: str, raw: np.ndarray,
+                    maximum: float | None = None) -> np.ndarray:
+    """``normalize()`` over a float array, NaN for unavailable."""
+    missing = np.isnan(raw)
+    available = raw[~missing]
     if mode == "minmax":
-        return _minmax(raw, available)
+        spread = (available.max() - available.min() if available.size
+                  else 0.0)
+        if spread == 0:
+            return np.where(missing, np.nan, 0.0)
+        return (raw - available.min()) / spread
     if mode == "rank":
-        return _rank(raw, available)
+        ordered = np.sort(available)
+        n = len(ordered)
+        # Only strictly better hosts push a value down: ties share a rank.
+        better = n - np.searchsorted(ordered, raw, side="right")
+        return np.where(missing, np.nan, (n - 1 - better).astype(float))
     if mode == "hardmax":
-        return _hardmax(raw, available, maximum)
+        if maximum is None:
+            maximum = np.abs(available).max(initial=0.0)
+            if maximum == 0:
+                return np.where(missing, np.nan, 0.0)
+        elif not (math.isfinite(maximum) and maximum > 0):
+            raise ValueError(
+                f"hardmax maximum must be positive, not {maximum}")
+        return np.clip(raw / maximum, -1.0, 1.0)
     if mode == "none":
-        return list(raw)
+        return raw.copy()
     raise ValueError(
         f"unknown weight normalization {mode!r}; expected one of "
         f"{', '.join(MODES)}")
-
-
-def _minmax(raw: Sequence[float | None],
-            available: list[float]) -> list[float | None]:
-    low = min(available, default=0.0)
-    high = max(available, default=0.0)
-    spread = high - low
-    if spread == 0:
-        return [None if v is None else 0.0 for v in raw]
-    return [None if v is None else (v - low) / spread for v in raw]
-
-
-def _rank(raw: Sequence[float | None],
-          available: list[float]) -> list[float | None]:
-    ordered = sorted(available)
-    n = len(ordered)
-
-    def rank(v: float) -> float:
-        # Only strictly better hosts push v down, so ties share a rank.
-        better = n - bisect.bisect_right(ordered, v)
-        return float(n - 1 - better)
-    return [None if v is None else rank(v) for v in raw]
-
-
-def _hardmax(raw: Sequence[float | None], available: list[float],
-             maximum: float | None) -> list[float | None]:
-    if maximum is None:
-        maximum = max((abs(v) for v in available), default=0.0)
-        if maximum == 0:
-            return [None if v is None else 0.0 for v in raw]
-    elif not (math.isfinite(maximum) and maximum > 0):
-        raise ValueError(f"hardmax maximum must be positive, not {maximum}")
-    return [None if v is None else min(max(v / maximum, -1.0), 1.0)
-            for v in raw]
 
 
 def _parse_maximum(value) -> float:

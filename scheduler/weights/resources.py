@@ -2,8 +2,12 @@
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler.host_manager import HostState
 from scheduler.host_manager import metrics_window
+from scheduler.host_table import HostTable
+from scheduler.host_table import fresh_metric
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 
@@ -59,6 +63,24 @@ class ResourcesWeigher(BaseHostWeigher):
             return [0.0 if ok else None for ok in available]
         return [sum(terms, 0.0) if ok else None for terms, ok
                 in zip(zip(*scaled, strict=True), available, strict=True)]
+
+
+    def raw_column(self, table: HostTable, rows: np.ndarray,
+                   spec: RequestSpec) -> np.ndarray:
+        goals = _goals(spec)
+        if not goals:
+            return np.zeros(len(rows))
+        cutoff = metrics_window(spec, self.conf).cutoff
+        columns = [fresh_metric(table, metric, cutoff)[rows]
+                   for metric, _sign in goals]
+        available = ~np.isnan(columns).any(axis=0)
+        total = np.zeros(len(rows))
+        for (_metric, sign), column in zip(goals, columns, strict=True):
+            scale = np.abs(column[available]).max(initial=0.0)
+            if scale:
+                total = total + np.where(available, sign * column / scale,
+                                         0.0)
+        return np.where(available, total, np.nan)
 
 
 def _goals(spec: RequestSpec) -> list[tuple[str, float]]:

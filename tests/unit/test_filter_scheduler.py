@@ -211,9 +211,9 @@ def test_request_memo_lasts_one_call(conf):
 def test_one_now_per_request(conf, monkeypatch):
     seen = []
     sched = scheduler(conf)
-    real = sched.filters[0].rejections
-    monkeypatch.setattr(sched.filters[0], "rejections",
-                        lambda hosts, s: seen.append(s.now) or real(hosts, s))
+    real = sched.filters[0].passes
+    monkeypatch.setattr(sched.filters[0], "passes",
+                        lambda table, s: seen.append(s.now) or real(table, s))
     request = spec(num_instances=3)
     sched.select(request, [host("a"), host("b")])
     assert len(seen) == 3 and len(set(seen)) == 1

@@ -287,7 +287,7 @@ def test_unchanged_refresh_decodes_nothing(engine, manager, count_json):
 
 
 def test_late_change_inside_the_overlap_window_is_seen(conf, engine,
-                                                       manager):
+                                                       manager, clock):
     conf.set_override("refresh_overlap", 10, group="filter_scheduler")
     now = models.utcnow()
     add_node(engine, "a", when=now)
@@ -295,8 +295,27 @@ def test_late_change_inside_the_overlap_window_is_seen(conf, engine,
     manager.host_states()
     # Committed after our refresh, stamped before the watermark.
     update_node(engine, late, changed_at=now - 5 * SECOND, vcpus=64)
+    # The window is checked once a second.
+    clock.now += 0.5
+    assert by_host(manager.host_states())["b"].vcpus == 8
+    clock.now += 0.5
     assert by_host(manager.host_states())["b"].vcpus == 64
     assert manager.last_refresh.rows_decoded == 1
+
+
+def test_late_change_moving_inside_the_window_is_seen(conf, engine,
+                                                      manager, clock):
+    conf.set_override("refresh_overlap", 10, group="filter_scheduler")
+    now = models.utcnow()
+    add_node(engine, "a", when=now)
+    moved = add_node(engine, "b", when=now - 8 * SECOND)
+    manager.host_states()
+    # Neither the window's row count nor its newest change moves: only
+    # the generation every writer bumps tells.
+    update_node(engine, moved, changed_at=now - 2 * SECOND, vcpus=64,
+                generation=NODES.c.generation + 1)
+    clock.now += 1
+    assert by_host(manager.host_states())["b"].vcpus == 64
 
 
 def test_change_older_than_the_overlap_waits_for_a_full_refresh(

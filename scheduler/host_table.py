@@ -1,0 +1,195 @@
+"""The host states as columns, for filters and weighers that judge every
+host at once.
+
+A ``HostTable`` holds NumPy columns of the hosts of one cache version
+(``HostManager.host_table()``) or of a given list of hosts. Columns are
+built on first use, from one function of a HostState per column, and
+kept: the host manager carries the table over to its next cache version,
+recomputing only the rows of hosts that changed, so a request pays for
+a column once per change rather than once per host.
+
+Filters implement ``BaseHostFilter.passes()`` and weighers
+``BaseHostWeigher.raw_column()`` on top of it. Missing values (a metric
+never reported, a heartbeat never sent) are NaN.
+"""
+
+import datetime
+import operator
+import threading
+from collections.abc import Callable
+from collections.abc import Hashable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    # The host manager keeps a table of its own: no import cycle at run
+    # time.
+    from scheduler.host_manager import HostState
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+_SECOND = datetime.timedelta(seconds=1)
+
+#: A column's recipe: its dtype and the value of one host.
+Builder = tuple[type | str, Callable[["HostState"], object]]
+
+
+def epoch(moment: datetime.datetime | None) -> float:
+    """Seconds since 1970 of a naive UTC datetime, NaN for None.
+
+    Exact to the microsecond for any date of this era (a double spaces
+    0.24 µs apart around 2^31 s), and monotonic, so comparing the floats
+    is comparing the datetimes.
+    """
+    if moment is None:
+        return np.nan
+    return (moment - _EPOCH) / _SECOND
+
+
+class HostTable:
+    """Columns over ``hosts`` (in their order), built on first use."""
+
+    def __init__(self, hosts: Sequence["HostState"],
+                 columns: Mapping[Hashable, tuple[np.ndarray, Builder]]
+                 | None = None, name_rank: np.ndarray | None = None):
+        self.hosts = hosts
+        self._columns: dict[Hashable, tuple[np.ndarray, Builder]] = dict(
+            columns or {})
+        self._name_rank = name_rank
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.hosts)
+
+    def column(self, key: Hashable, dtype: type | str,
+               value: Callable[["HostState"], object]) -> np.ndarray:
+        """The column ``key``: ``value(host)`` of every host, as ``dtype``.
+
+        ``key`` must name what ``value`` computes, including every
+        parameter it depends on: the column is kept under that key, and
+        recomputed with ``value`` for hosts that change. Read-only.
+        """
+        found = self._columns.get(key)
+        if found is None:
+            array = _build(self.hosts, dtype, value)
+            with self._lock:
+                found = self._columns.setdefault(key, (array, (dtype, value)))
+        return found[0]
+
+    def attribute(self, name: str, dtype: type | str = float) -> np.ndarray:
+        """The column of HostState attribute (or property) ``name``."""
+        return self.column(("attribute", name), dtype,
+                           operator.attrgetter(name))
+
+    def codes(self, key: Hashable, value: Callable[["HostState"], object]
+              ) -> tuple[np.ndarray, list]:
+        """``value(host)`` of every host as small integers: ``values[
+        codes[i]]`` is host i's value. A check of the distinct values,
+        which are few in a fleet (CPU models, zones), then stands for a
+        check of every host: ``verdicts[codes]``.
+        """
+        codes = self.column(("codes", key), np.intp, _Interner(value))
+        _array, (_dtype, interner) = self._columns[("codes", key)]
+        return codes, interner.values
+
+    def name_rank(self) -> np.ndarray:
+        """Each host's position in (host, nodename) order, ties in table
+        order: how equal weights are broken."""
+        if self._name_rank is None:
+            hosts = self.hosts
+            order = sorted(range(len(hosts)), key=lambda i: (
+                hosts[i].host, hosts[i].nodename))
+            rank = np.empty(len(hosts), dtype=np.intp)
+            rank[order] = np.arange(len(hosts))
+            self._name_rank = rank
+        return self._name_rank
+
+    def replaced(self, rows: Mapping[int, "HostState"]) -> "HostTable":
+        """A table whose hosts at the ``rows`` positions are replaced by
+        hosts of the same names, its columns carried over with only those
+        rows recomputed."""
+        hosts = list(self.hosts)
+        for index, host in rows.items():
+            hosts[index] = host
+        columns = {}
+        for key, (array, builder) in self._columns.items():
+            dtype, value = builder
+            array = array.copy()
+            for index, host in rows.items():
+                array[index] = value(host)
+            array.flags.writeable = False
+            columns[key] = (array, builder)
+        return HostTable(hosts, columns, self._name_rank)
+
+
+class _Interner:
+    """Numbers the distinct values of a column function, for ``codes``:
+    kept with the column, so the numbering carries over to the next
+    table."""
+
+    def __init__(self, value: Callable[["HostState"], object]):
+        self._value = value
+        self._lock = threading.Lock()
+        self._numbers: dict[Hashable, int] = {}
+        #: The distinct values, by number; only ever appended to.
+        self.values: list = []
+
+    def __call__(self, host: "HostState") -> int:
+        value = self._value(host)
+        try:
+            key: Hashable = (type(value), value)
+            number = self._numbers.get(key)
+        except TypeError:  # a list or a dict: equal values, equal repr
+            key = ("repr", type(value), repr(value))
+            number = self._numbers.get(key)
+        if number is None:
+            with self._lock:
+                number = self._numbers.setdefault(key, len(self.values))
+                if number == len(self.values):
+                    self.values.append(value)
+        return number
+
+
+def _build(hosts: Sequence["HostState"], dtype: type | str,
+           value: Callable[["HostState"], object]) -> np.ndarray:
+    if dtype is object:
+        array = np.empty(len(hosts), dtype=object)
+        array[:] = [value(host) for host in hosts]
+    else:
+        array = np.fromiter((value(host) for host in hosts), dtype=dtype,
+                            count=len(hosts))
+    array.flags.writeable = False
+    return array
+
+
+def metric_value(name: str) -> Callable[["HostState"], float]:
+    """A column function: the metric's value adjusted for pending claims
+    (``HostState.metric_since`` without an age check), NaN if missing."""
+    def value(host: "HostState") -> float:
+        found = host.metric_since(name, None)
+        return np.nan if found is None else found
+    return value
+
+
+def metric_epoch(name: str) -> Callable[["HostState"], float]:
+    """A column function: when the metric was measured (``epoch()``),
+    NaN if missing."""
+    def value(host: "HostState") -> float:
+        metric = host.metrics.get(name)
+        return np.nan if metric is None else epoch(metric.timestamp)
+    return value
+
+
+def fresh_metric(table: HostTable, name: str,
+                 cutoff: datetime.datetime | None) -> np.ndarray:
+    """The metric's values (adjusted for pending claims), NaN where it is
+    missing or was measured before ``cutoff`` (None: no age check): the
+    column form of ``HostState.metric_since``."""
+    values = table.column(("metric", name), float, metric_value(name))
+    if cutoff is None:
+        return values
+    measured = table.column(("metric_epoch", name), float,
+                            metric_epoch(name))
+    return np.where(measured >= epoch(cutoff), values, np.nan)
