@@ -1,0 +1,57 @@
+"""MigrationLimitFilter: keeps migrations from piling onto one host."""
+
+from collections.abc import Sequence
+
+import numpy as np
+import sqlalchemy as sa
+
+from scheduler.db import api as db_api
+from scheduler.db import models
+from scheduler.filters import BaseHostFilter
+from scheduler.filters import Rejection
+from scheduler.host_manager import HostState
+from scheduler.host_table import HostTable
+from scheduler.request_spec import RequestSpec
+
+_MIGRATIONS = models.Migration.__table__
+
+
+class MigrationLimitFilter(BaseHostFilter):
+    """Rejects hosts that already receive ``[migration]
+    max_incoming_per_host`` migrations (planned or running).
+
+    The balancer schedules the instances it moves through the cluster's
+    filters; with this one among them a host is never the destination of
+    more concurrent migrations than allowed (the balancer itself keeps
+    ``max_outgoing_per_host`` on the sources). The counts are read from
+    the migrations table once per request.
+    """
+
+    def rejections(self, hosts: Sequence[HostState],
+                   spec: RequestSpec) -> list[Rejection | None]:
+        incoming, limit = spec.memo("MigrationLimitFilter",
+                                    lambda: self._incoming())
+        return [None if incoming.get(host.node_id, 0) < limit
+                else Rejection("too many incoming migrations",
+                               f"{incoming[host.node_id]} incoming, "
+                               f"limit {limit}")
+                for host in hosts]
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        incoming, limit = spec.memo("MigrationLimitFilter",
+                                    lambda: self._incoming())
+        if not incoming:
+            return np.ones(len(table), dtype=bool)
+        node_ids = table.attribute("node_id", np.int64)
+        return np.fromiter((incoming.get(node_id, 0) < limit
+                            for node_id in node_ids.tolist()),
+                           dtype=bool, count=len(node_ids))
+
+    def _incoming(self) -> tuple[dict[int, int], int]:
+        """Active migrations by destination node, and the limit."""
+        query = sa.select(_MIGRATIONS.c.dest_node_id, sa.func.count()).where(
+            _MIGRATIONS.c.state.in_(models.ACTIVE_MIGRATION_STATES)
+        ).group_by(_MIGRATIONS.c.dest_node_id)
+        with db_api.get_engine(self.conf).connect() as connection:
+            counts = dict(connection.execute(query).all())
+        return counts, self.conf.migration.max_incoming_per_host
