@@ -5,14 +5,25 @@ A balancer is a ``BaseBalancer`` subclass registered in the
 policy gives in its ``balancer`` option. It declares the parameters it
 reads in ``PARAMETERS``; a policy's ``balancer_parameters`` are checked
 against them at start-up by ``validate_parameters``.
+
+A balancer only decides what to move and where it may go: it is handed
+one cluster's hosts (``HostLoad``) and their utilisation history, and
+yields ``Proposal``s, best first. The planner
+(``scheduler.balancer.planner``) schedules each proposal through the
+cluster's filters and weighers, restricted to its destinations, and
+claims the first that fits.
 """
 
 import dataclasses
+from collections.abc import Iterator
+from collections.abc import Sequence
 
 from stevedore import driver
 from stevedore import exception as stevedore_exception
 
 from scheduler import exception
+from scheduler import host_manager as hm
+from scheduler.balancer import history as history_mod
 
 NAMESPACE = "scheduler.balancers"
 
@@ -43,6 +54,7 @@ MIGRATION_THRESHOLD = "MigrationThreshold"
 
 ALL_PARAMETERS = {
     HIGH_UTILIZATION: Parameter(default=80, minimum=50, maximum=99),
+    # Below HighUtilization's range, so always below HighUtilization.
     LOW_UTILIZATION: Parameter(default=20, minimum=0, maximum=49),
     DURATION: Parameter(default=2, minimum=1),
     HIGH_VM_COUNT: Parameter(default=10, minimum=0),
@@ -50,11 +62,66 @@ ALL_PARAMETERS = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """An instance a balancer may move, with what it claims."""
+
+    uuid: str
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+    group: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HostLoad:
+    """One host of the cluster being balanced, as balancers see it."""
+
+    state: hm.HostState
+    #: cpu.percent now: the fresh report, plus the claims made since it
+    #: (incoming migrations included), minus the vCPUs of the migrations
+    #: leaving; None when the host has no fresh cpu.percent.
+    cpu_percent: float | None
+    #: Instances on the host that are not already being moved.
+    instances: tuple[Instance, ...]
+    #: Instances the host holds once its migrations are done.
+    instance_count: int
+    #: False when the host is at its migration limit
+    #: (``[migration] max_incoming_per_host``/``max_outgoing_per_host``).
+    can_migrate: bool = True
+
+    @property
+    def node_id(self) -> int:
+        return self.state.node_id
+
+    def share(self, vcpus: int) -> float:
+        """cpu.percent that ``vcpus`` busy vCPUs make on this host."""
+        if self.state.vcpus <= 0:
+            return 100.0
+        return 100.0 * vcpus / self.state.vcpus
+
+    def cpu_with(self, instance: Instance) -> float:
+        """Estimated cpu.percent after ``instance`` lands here (its vCPUs
+        assumed busy, as pending claims are by the host manager)."""
+        return (self.cpu_percent or 0.0) + self.share(instance.vcpus)
+
+
+@dataclasses.dataclass(frozen=True)
+class Proposal:
+    """Move ``instance`` off ``source`` to one of ``destinations``
+    (the balancer's candidates; the pipeline picks among them)."""
+
+    source: HostLoad
+    instance: Instance
+    destinations: tuple[HostLoad, ...]
+
+
 class BaseBalancer:
     """Base class of balancers.
 
     ``PARAMETERS`` names the entries of ``ALL_PARAMETERS`` a balancer
-    reads; subclasses implement ``propose``.
+    reads; ``params`` holds them typed (``validate_parameters``).
+    Subclasses implement ``propose``.
     """
 
     PARAMETERS: tuple[str, ...] = ()
@@ -90,18 +157,14 @@ class BaseBalancer:
             typed[name] = number
         for name in cls.PARAMETERS:
             typed.setdefault(name, ALL_PARAMETERS[name].default)
-        low = typed.get(LOW_UTILIZATION)
-        high = typed.get(HIGH_UTILIZATION)
-        if low is not None and high is not None and low >= high:
-            raise exception.ConfigError(
-                group, option, f"{LOW_UTILIZATION}={low}",
-                f"an integer from 0 to 49 and below "
-                f"{HIGH_UTILIZATION} ({high})")
         return typed
 
-    def propose(self, hosts, history, busy):
-        """Pick at most one instance to move: see ``scheduler.balancer``
-        for the arguments and the answer."""
+    def propose(self, hosts: Sequence[HostLoad],
+                history: history_mod.UtilizationHistory
+                ) -> Iterator[Proposal]:
+        """The moves that would improve the cluster, best first; the
+        planner makes the first that passes the pipeline and the claim.
+        Yields nothing when the cluster is balanced."""
         raise NotImplementedError
 
 

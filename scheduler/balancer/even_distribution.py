@@ -1,10 +1,74 @@
 """even_distribution: move instances off hosts that stayed busy."""
 
+from collections.abc import Iterator
+from collections.abc import Sequence
+
 from scheduler.balancer import base
+from scheduler.balancer import history as history_mod
 
 
 class EvenDistributionBalancer(base.BaseBalancer):
     """Moves an instance off a host whose cpu.percent stayed >=
-    HighUtilization for CpuOverCommitDurationMinutes."""
+    HighUtilization for CpuOverCommitDurationMinutes (and is still that
+    high, counting the migrations already leaving it), to a host that
+    stays under HighUtilization with the instance's vCPUs added.
+
+    The busiest host goes first. Of its instances, the smallest one whose
+    departure brings it under HighUtilization is preferred, else the
+    largest, which relieves it most. Hosts without a fresh cpu.percent
+    are neither sources nor destinations.
+    """
 
     PARAMETERS = (base.HIGH_UTILIZATION, base.DURATION)
+
+    def propose(self, hosts: Sequence[base.HostLoad],
+                history: history_mod.UtilizationHistory
+                ) -> Iterator[base.Proposal]:
+        yield from self.relieve(hosts, history, self.receivers(hosts,
+                                                               history))
+
+    def receivers(self, hosts: Sequence[base.HostLoad],
+                  history: history_mod.UtilizationHistory
+                  ) -> list[base.HostLoad]:
+        """Hosts that may take an instance, given room under
+        HighUtilization."""
+        return [host for host in hosts
+                if host.can_migrate and host.cpu_percent is not None]
+
+    def over_utilized(self, host: base.HostLoad,
+                      history: history_mod.UtilizationHistory) -> bool:
+        high = self.params[base.HIGH_UTILIZATION]
+        return (host.cpu_percent is not None and host.cpu_percent >= high
+                and history.stayed_at_least(host.node_id, high,
+                                            self.params[base.DURATION]))
+
+    def relieve(self, hosts: Sequence[base.HostLoad],
+                history: history_mod.UtilizationHistory,
+                receivers: Sequence[base.HostLoad]
+                ) -> Iterator[base.Proposal]:
+        """Proposals that move load off the over-utilised hosts."""
+        high = self.params[base.HIGH_UTILIZATION]
+        sources = sorted(
+            (host for host in hosts if host.can_migrate and host.instances
+             and self.over_utilized(host, history)),
+            key=lambda host: (-host.cpu_percent, host.state.host))
+        for source in sources:
+            for instance in _relief_order(source, high):
+                destinations = tuple(
+                    host for host in receivers if host is not source
+                    and host.cpu_with(instance) < high)
+                if destinations:
+                    yield base.Proposal(source, instance, destinations)
+
+
+def _relief_order(source: base.HostLoad,
+                  high: float) -> list[base.Instance]:
+    """The smallest instances that bring ``source`` under ``high`` by
+    leaving, then the others, largest first."""
+    enough = sorted((instance for instance in source.instances
+                     if source.cpu_percent - source.share(instance.vcpus)
+                     < high), key=lambda instance: instance.vcpus)
+    rest = sorted((instance for instance in source.instances
+                   if instance not in enough),
+                  key=lambda instance: -instance.vcpus)
+    return enough + rest

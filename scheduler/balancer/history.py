@@ -1,0 +1,179 @@
+"""Utilisation history: the successive cpu.percent reports of each node.
+
+Balancers judge a host over- or under-utilised from how its cpu.percent
+behaved over the last N minutes, never from one report. The reports are
+kept in the ``utilization_samples`` table, so that every scheduler
+worker and a one-shot ``scheduler-manage balance`` judge from the same
+history: each balancing tick appends, for every node whose cpu.percent
+is newer than its latest sample, one sample stamped with the metric's own
+timestamp, and deletes the samples no window needs any more.
+
+The rule: a node *stayed at or above X for N minutes* when its samples
+reach back at least N minutes from its newest one, and every sample of
+that window is >= X. The window is the newest sample at or before
+``newest - N`` (the report in force when the window opened) and every
+later sample. *Stayed below X* is the same with < X.
+"""
+
+import dataclasses
+import datetime
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from oslo_config import cfg
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite
+
+from scheduler import host_manager as hm
+from scheduler.db import api as db_api
+from scheduler.db import models
+
+CPU_PERCENT = "cpu.percent"
+
+_SAMPLES = models.UtilizationSample.__table__
+# Rows per DELETE ... IN list, far below any bound-parameter limit.
+_IN_CHUNK = 500
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Sample:
+    """One cpu.percent report of a node."""
+
+    reported_at: datetime.datetime
+    cpu_percent: float
+    instances: int
+
+
+def window_start(samples: Sequence[Sample], minutes: float) -> int | None:
+    """Index in ``samples`` (oldest first) of the first sample of the
+    last ``minutes`` minutes: the newest one at or before
+    ``newest - minutes``. None when the samples do not reach that far."""
+    if not samples:
+        return None
+    opened = samples[-1].reported_at - datetime.timedelta(minutes=minutes)
+    start = None
+    for index, sample in enumerate(samples):
+        if sample.reported_at > opened:
+            break
+        start = index
+    return start
+
+
+class UtilizationHistory:
+    """The samples of each node, oldest first, and the rule over them."""
+
+    def __init__(self, samples: Mapping[int, Sequence[Sample]]):
+        self._samples = {node_id: sorted(rows, key=_reported_at)
+                         for node_id, rows in samples.items()}
+
+    def samples(self, node_id: int) -> list[Sample]:
+        return list(self._samples.get(node_id, ()))
+
+    def stayed_at_least(self, node_id: int, percent: float,
+                        minutes: float) -> bool:
+        """True when cpu.percent stayed >= ``percent`` for ``minutes``
+        (see the module's rule)."""
+        return self._stayed(node_id, minutes,
+                            lambda value: value >= percent)
+
+    def stayed_below(self, node_id: int, percent: float,
+                     minutes: float) -> bool:
+        """True when cpu.percent stayed < ``percent`` for ``minutes``."""
+        return self._stayed(node_id, minutes, lambda value: value < percent)
+
+    def _stayed(self, node_id: int, minutes: float,
+                holds: Callable[[float], bool]) -> bool:
+        samples = self._samples.get(node_id, [])
+        start = window_start(samples, minutes)
+        return start is not None and all(
+            holds(sample.cpu_percent) for sample in samples[start:])
+
+
+def _reported_at(sample: Sample) -> datetime.datetime:
+    return sample.reported_at
+
+
+class SampleStore:
+    """``utilization_samples`` in the database of ``[database]
+    connection``; shared by every process balancing the same fleet."""
+
+    def __init__(self, conf: cfg.ConfigOpts):
+        self.conf = conf
+
+    def record(self, hosts: Iterable[hm.HostState],
+               keep_minutes: float) -> UtilizationHistory:
+        """Append the new cpu.percent reports of ``hosts``, delete the
+        samples that no window of ``keep_minutes`` or less needs, and
+        return the history of every node.
+
+        Two processes recording the same report insert it once (the
+        unique (node_id, reported_at)).
+        """
+        engine = db_api.get_engine(self.conf)
+        with engine.connect() as connection:
+            by_node = _read(connection)
+        new_rows = []
+        for host in hosts:
+            metric = host.metrics.get(CPU_PERCENT)
+            known = by_node.get(host.node_id)
+            if metric is None or (known and known[-1][1].reported_at
+                                  >= metric.timestamp):
+                continue
+            sample = Sample(metric.timestamp, metric.value,
+                            len(host.instances))
+            by_node.setdefault(host.node_id, []).append((None, sample))
+            new_rows.append({"node_id": host.node_id,
+                             "reported_at": sample.reported_at,
+                             "cpu_percent": sample.cpu_percent,
+                             "instances": sample.instances})
+        expired = [row_id for rows in by_node.values()
+                   for row_id in _expired(rows, keep_minutes)]
+        with engine.begin() as connection:
+            if new_rows:
+                connection.execute(_insert_ignoring_duplicates(engine),
+                                   new_rows)
+            for start in range(0, len(expired), _IN_CHUNK):
+                connection.execute(_SAMPLES.delete().where(
+                    _SAMPLES.c.id.in_(expired[start:start + _IN_CHUNK])))
+        return UtilizationHistory({
+            node_id: [sample for _, sample in rows]
+            for node_id, rows in by_node.items()})
+
+
+def _read(connection: sa.Connection
+          ) -> dict[int, list[tuple[int | None, Sample]]]:
+    """(row id, sample) of every node, oldest first."""
+    rows = connection.execute(sa.select(
+        _SAMPLES.c.id, _SAMPLES.c.node_id, _SAMPLES.c.reported_at,
+        _SAMPLES.c.cpu_percent, _SAMPLES.c.instances).order_by(
+            _SAMPLES.c.node_id, _SAMPLES.c.reported_at)).all()
+    by_node: dict[int, list[tuple[int | None, Sample]]] = {}
+    for row_id, node_id, reported_at, cpu_percent, instances in rows:
+        by_node.setdefault(node_id, []).append(
+            (row_id, Sample(reported_at, cpu_percent, instances)))
+    return by_node
+
+
+def _expired(rows: list[tuple[int | None, Sample]],
+             keep_minutes: float) -> list[int]:
+    """Row ids of the samples older than the window of ``keep_minutes``
+    (which keeps its opening sample); the rows are removed from
+    ``rows``."""
+    start = window_start([sample for _, sample in rows], keep_minutes)
+    if not start:
+        return []
+    expired = [row_id for row_id, _ in rows[:start] if row_id is not None]
+    del rows[:start]
+    return expired
+
+
+def _insert_ignoring_duplicates(engine: sa.Engine) -> sa.Insert:
+    backend = engine.dialect.name
+    if backend == "postgresql":
+        return postgresql.insert(_SAMPLES).on_conflict_do_nothing()
+    if backend == "sqlite":
+        return sqlite.insert(_SAMPLES).on_conflict_do_nothing()
+    return _SAMPLES.insert().prefix_with("IGNORE")

@@ -1,0 +1,282 @@
+"""The balance planner: one balancing tick over the clusters.
+
+``BalancePlanner.balance(cluster=None, dry_run=False)`` is the entry point
+of the periodic task, the ``balance`` RPC and ``scheduler-manage
+balance``. For each cluster whose policy names a balancer it
+
+1. records the new cpu.percent reports in the utilisation history,
+2. asks the balancer for proposals (an instance, its source host and the
+   candidate destinations), best first,
+3. schedules the instance through the policy's filters and weighers,
+   restricted to the candidates (the source is never one),
+4. claims its resources on the chosen host (then the alternates) with the
+   migration's uuid as the consumer: the instance keeps its source claim,
+5. records the migration, state ``planned``, and calls ``on_planned``.
+
+At most one migration is planned per cluster per tick, as in oVirt. Hosts
+at ``[migration] max_incoming_per_host`` or ``max_outgoing_per_host``
+planned or running migrations take part neither as source nor as
+destination. A dry run decides the same way but claims nothing and
+records nothing.
+"""
+
+import datetime
+import itertools
+import uuid
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from scheduler import claims as claims_mod
+from scheduler import cluster_policy
+from scheduler import exception
+from scheduler import filter_scheduler
+from scheduler import host_manager as hm
+from scheduler.balancer import base
+from scheduler.balancer import history as history_mod
+from scheduler.balancer import migrations as migrations_mod
+from scheduler.db import api as db_api
+from scheduler.db import locks
+from scheduler.db import models
+from scheduler.request_spec import Flavor
+from scheduler.request_spec import RequestSpec
+
+LOG = logging.getLogger(__name__)
+
+PlannedMigration = migrations_mod.PlannedMigration
+
+# Proposals tried per cluster and tick when the pipeline or the claim
+# turns the best ones down; enough to get past a few full hosts without
+# scanning a large cluster's every instance.
+_MAX_PROPOSALS = 10
+
+_ALLOCATIONS = models.Allocation.__table__
+# Node ids per IN list, far below any backend's bound-parameter limit.
+_IN_CHUNK = 500
+
+
+class BalancePlanner:
+    """Plans the migrations of a balancing tick (see the module).
+
+    ``policies`` defaults to ``cluster_policy.load_policies(conf)``;
+    ``max_incoming``/``max_outgoing`` to ``[migration]
+    max_incoming_per_host``/``max_outgoing_per_host``. ``clock`` gives
+    the naive UTC time metrics are aged against (tests simulate time).
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts,
+                 host_manager: hm.HostManager | None = None,
+                 policies: cluster_policy.PolicySet | None = None,
+                 on_planned: Callable[[dict], None] | None = None,
+                 max_incoming: int | None = None,
+                 max_outgoing: int | None = None,
+                 clock: Callable[[], datetime.datetime] = models.utcnow):
+        self.conf = conf
+        self.host_manager = host_manager or hm.HostManager(conf)
+        self.policies = policies or cluster_policy.load_policies(conf)
+        self.on_planned = on_planned
+        self.max_incoming = max_incoming or conf.migration.\
+            max_incoming_per_host
+        self.max_outgoing = max_outgoing or conf.migration.\
+            max_outgoing_per_host
+        self.clock = clock
+        self.claims = claims_mod.Claims(conf)
+        self.migrations = migrations_mod.MigrationStore(conf)
+        self.samples = history_mod.SampleStore(conf)
+        self._schedulers: dict[str, filter_scheduler.FilterScheduler] = {}
+
+    def balance(self, cluster: str | None = None,
+                dry_run: bool = False) -> list[PlannedMigration]:
+        """Plan at most one migration in ``cluster`` (None: in every
+        cluster that has hosts) and return those planned.
+
+        The history is recorded in a dry run too: it only observes what
+        the nodes reported. A balancer or database error in one cluster
+        is logged on one line and the other clusters are balanced.
+        """
+        hosts = self.host_manager.host_states()
+        history = self.samples.record(hosts, self._longest_window())
+        by_cluster: dict[str | None, list[hm.HostState]] = {}
+        for host in hosts:
+            by_cluster.setdefault(host.cluster, []).append(host)
+        names = [cluster] if cluster is not None else sorted(
+            by_cluster, key=lambda name: (name is None, name or ""))
+        planned = []
+        for name in names:
+            policy = self.policies.for_cluster(name)
+            if policy is None or policy.balancer is None:
+                continue
+            try:
+                migration = self._balance_cluster(
+                    name, policy, by_cluster.get(name, []), history,
+                    dry_run)
+            except Exception as e:  # one cluster never stops the others
+                LOG.error("Balancing cluster %s (policy %s) failed: %s: "
+                          "%s", name, policy.name, type(e).__name__,
+                          db_api.one_line(e))
+                continue
+            if migration is None:
+                continue
+            planned.append(migration)
+            if not dry_run and self.on_planned is not None:
+                self.on_planned(migration.as_dict())
+        return planned
+
+    def _longest_window(self) -> int:
+        return max((policy.balancer_parameters.get(base.DURATION, 0)
+                    for policy in self.policies.policies.values()),
+                   default=0)
+
+    def _balance_cluster(self, cluster: str | None,
+                         policy: cluster_policy.ClusterPolicy,
+                         hosts: Sequence[hm.HostState],
+                         history: history_mod.UtilizationHistory,
+                         dry_run: bool) -> PlannedMigration | None:
+        if not hosts:
+            return None
+        balancer = base.balancer_class(policy.balancer)(
+            dict(policy.balancer_parameters))
+        # Under the cluster's lock, so that two workers ticking together
+        # see each other's migrations and plan one, not two.
+        with locks.database_lock(db_api.get_engine(self.conf),
+                                 f"balance:{cluster or '-'}",
+                                 self.conf.scheduler.lock_acquire_timeout):
+            loads = self._loads(hosts, self.migrations.active())
+            proposals = balancer.propose(loads, history)
+            for proposal in itertools.islice(proposals, _MAX_PROPOSALS):
+                migration = self._plan(cluster, policy, proposal, dry_run)
+                if migration is not None:
+                    return migration
+        return None
+
+    def _loads(self, hosts: Sequence[hm.HostState],
+               active: Iterable[PlannedMigration]) -> list[base.HostLoad]:
+        outgoing: dict[int, int] = {}
+        incoming: dict[int, int] = {}
+        leaving_vcpus: dict[int, int] = {}
+        moving = set()
+        for migration in active:
+            outgoing[migration.source_node_id] = outgoing.get(
+                migration.source_node_id, 0) + 1
+            incoming[migration.dest_node_id] = incoming.get(
+                migration.dest_node_id, 0) + 1
+            leaving_vcpus[migration.source_node_id] = leaving_vcpus.get(
+                migration.source_node_id, 0) + migration.vcpus
+            # The instance, and the migration's own destination claim.
+            moving.update((migration.instance_uuid, migration.uuid))
+        instances = self._instances([host.node_id for host in hosts])
+        cutoff = hm.stale_before(self.clock(), self.conf.metrics.max_age)
+        loads = []
+        for host in hosts:
+            node = host.node_id
+            cpu = host.metric_since(history_mod.CPU_PERCENT, cutoff)
+            if cpu is not None and host.vcpus > 0:
+                cpu = max(cpu - 100.0 * leaving_vcpus.get(node, 0)
+                          / host.vcpus, 0.0)
+            loads.append(base.HostLoad(
+                state=host, cpu_percent=cpu,
+                instances=tuple(instance for instance
+                                in instances.get(node, ())
+                                if instance.uuid not in moving),
+                instance_count=len(host.instances) - outgoing.get(node, 0),
+                can_migrate=(incoming.get(node, 0) < self.max_incoming
+                             and outgoing.get(node, 0) < self.max_outgoing)))
+        return loads
+
+    def _instances(self, node_ids: Sequence[int]
+                   ) -> dict[int, list[base.Instance]]:
+        found: dict[int, list[base.Instance]] = {}
+        query = sa.select(
+            _ALLOCATIONS.c.compute_node_id, _ALLOCATIONS.c.instance_uuid,
+            _ALLOCATIONS.c.vcpus, _ALLOCATIONS.c.memory_mb,
+            _ALLOCATIONS.c.disk_gb, _ALLOCATIONS.c.instance_group)
+        with db_api.get_engine(self.conf).connect() as connection:
+            for start in range(0, len(node_ids), _IN_CHUNK):
+                rows = connection.execute(query.where(
+                    _ALLOCATIONS.c.compute_node_id.in_(
+                        node_ids[start:start + _IN_CHUNK]))).all()
+                for node_id, *usage in rows:
+                    found.setdefault(node_id, []).append(
+                        base.Instance(*usage))
+        return found
+
+    def _plan(self, cluster: str | None,
+              policy: cluster_policy.ClusterPolicy,
+              proposal: base.Proposal,
+              dry_run: bool) -> PlannedMigration | None:
+        """Schedule and claim one proposal; None when no candidate takes
+        it."""
+        instance = proposal.instance
+        migration_uuid = str(uuid.uuid4())
+        spec = RequestSpec(
+            flavor=Flavor(name=f"migration of {instance.uuid}",
+                          vcpus=instance.vcpus,
+                          memory_mb=instance.memory_mb,
+                          root_gb=instance.disk_gb),
+            cluster=cluster,
+            scheduler_hints=({"group": instance.group} if instance.group
+                             else {}),
+            instance_uuids=[migration_uuid])
+        source = proposal.source.state
+        candidates = [load.state for load in proposal.destinations
+                      if load.node_id != source.node_id]
+        try:
+            decision, = self._scheduler(policy).select(spec,
+                                                       hosts=candidates)
+        except exception.NoValidHost as e:
+            LOG.debug("No destination for %s off %s: %s", instance.uuid,
+                      source.host, e)
+            return None
+        now = models.utcnow()
+        for destination in decision.selected:
+            claim = None
+            if not dry_run:
+                try:
+                    claim = self.claims.claim(
+                        destination.node_id, migration_uuid,
+                        claims_mod.Usage(instance.vcpus, instance.memory_mb,
+                                         instance.disk_gb),
+                        group=instance.group)
+                except claims_mod.ClaimConflict as e:
+                    LOG.debug("Migration of %s: %s", instance.uuid, e)
+                    continue
+            migration = PlannedMigration(
+                uuid=migration_uuid, instance_uuid=instance.uuid,
+                source_node_id=source.node_id, source_host=source.host,
+                dest_node_id=destination.node_id,
+                dest_host=destination.host, cluster=cluster,
+                cluster_policy=policy.name,
+                migration_policy=self._migration_policy(cluster),
+                allocation_id=claim.allocation_id if claim else None,
+                state=migrations_mod.PLANNED, created_at=now,
+                updated_at=now, vcpus=instance.vcpus)
+            if claim is not None:
+                try:
+                    self.migrations.add(migration)
+                except BaseException:
+                    self.claims.release_allocation(claim.allocation_id)
+                    raise
+            LOG.info("Planned migration %s of instance %s from %s to %s "
+                     "(cluster %s, policy %s)", migration_uuid,
+                     instance.uuid, source.host, destination.host, cluster,
+                     policy.name)
+            return migration
+        return None
+
+    def _migration_policy(self, cluster: str | None) -> str:
+        opts = self.conf.migration
+        return opts.cluster_policies.get(cluster, opts.default_policy)
+
+    def _scheduler(self, policy: cluster_policy.ClusterPolicy
+                   ) -> filter_scheduler.FilterScheduler:
+        scheduler = self._schedulers.get(policy.name)
+        if scheduler is None:
+            scheduler = self._schedulers[policy.name] = \
+                filter_scheduler.FilterScheduler(
+                    self.conf, host_manager=self.host_manager,
+                    pipeline=policy.pipeline())
+        return scheduler
