@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from scheduler import cluster_policy
 from scheduler import exception
+from scheduler.migration import policies as migration_policies
 
 CONFIG_ERROR_EXIT = 2
 
@@ -44,7 +46,8 @@ def _check(namespace, group: str | None, name: str, conf: cfg.ConfigOpts):
 
 
 def validate_options(conf: cfg.ConfigOpts) -> None:
-    """Read every registered option once so bad values fail at start-up.
+    """Read every registered option once so bad values fail at start-up,
+    then the cluster and migration policies built from them.
 
     oslo.config converts values lazily, on first access; without this a
     typo in a rarely used option would surface hours later.
@@ -54,6 +57,11 @@ def validate_options(conf: cfg.ConfigOpts) -> None:
         if isinstance(value, cfg.ConfigOpts.GroupAttr):
             for name in list(value):
                 _check(value, key, name, conf)
+    # compute-monitor shares this start-up but not the scheduler's policies.
+    if "balancer" in conf:
+        cluster_policy.load_policies(conf)
+    if "migration" in conf:
+        migration_policies.load_migration_policies(conf)
 
 
 def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
