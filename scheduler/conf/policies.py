@@ -44,12 +44,6 @@ class ClusterMapping(types.ConfigType):
         return str(value)
 
 
-def _scheduler_group() -> cfg.OptGroup:
-    # Same name as scheduler.conf.scheduler's group: registering an
-    # existing group again is a no-op, and the generator merges by name.
-    return cfg.OptGroup("scheduler", title="Scheduler service options")
-
-
 def _balancer_group() -> cfg.OptGroup:
     return cfg.OptGroup(
         "balancer",
@@ -133,12 +127,14 @@ def register_policy_groups(conf: cfg.ConfigOpts) -> list[str]:
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(_scheduler_group())
+    # [scheduler] itself belongs to scheduler.conf.scheduler.
     conf.register_opts(scheduler_policy_opts, group="scheduler")
     conf.register_group(_balancer_group())
     conf.register_opts(balancer_opts, group="balancer")
 
 
 def list_opts() -> dict:
-    return {_scheduler_group(): scheduler_policy_opts,
+    # A plain name: the generator then keeps the group's title and help
+    # from scheduler.conf.scheduler.
+    return {"scheduler": scheduler_policy_opts,
             _balancer_group(): balancer_opts}
