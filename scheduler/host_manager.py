@@ -327,10 +327,28 @@ def _select(table: sa.Table, shape: type[NamedTuple]) -> sa.Select:
 
 
 def _fetch(connection: sa.Connection, query: sa.Select,
-           shape: type[NamedTuple]) -> list:
+           shape: type[NamedTuple], **parameters: object) -> list:
     # Plain tuples: attribute access on SQLAlchemy rows costs several times
     # more, and a full load reads tens of thousands of rows.
-    return [shape._make(row) for row in connection.execute(query).all()]
+    return [shape._make(row)
+            for row in connection.execute(query, parameters).all()]
+
+
+# The statements of an incremental refresh, built once: building one
+# costs more than running it on a small result.
+_ALL_KEYS = _select(_NODES, _KeyRow)
+_KEYS_SINCE = _ALL_KEYS.where(_NODES.c.changed_at >= sa.bindparam("since"))
+_NODES_SINCE = _select(_NODES, _NodeRow).where(
+    _NODES.c.changed_at >= sa.bindparam("since"))
+_NODES_BY_ID = _select(_NODES, _NodeRow).where(
+    _NODES.c.id.in_(sa.bindparam("ids", expanding=True)))
+_ALLOCATIONS_BY_NODE = _select(_ALLOCATIONS, _AllocationRow).where(
+    _ALLOCATIONS.c.compute_node_id.in_(sa.bindparam("ids", expanding=True)))
+_WINDOW_PROBE = sa.select(
+    sa.func.count(),
+    sa.func.coalesce(sa.func.sum(_NODES.c.generation), 0)).where(
+    _NODES.c.changed_at >= sa.bindparam("since"),
+    _NODES.c.changed_at < sa.bindparam("until"))
 
 
 # Ids per IN list: far below the bound-parameter limit of every backend
@@ -682,19 +700,32 @@ class HostManager:
     def _read_changed(self, connection: sa.Connection, now: float,
                       overlap: int,
                       ratios: tuple[float, float, float]) -> _Changes:
-        keys = self._changed_keys(connection, now, overlap)
+        watermark = self._watermark
+        if watermark is None:
+            newer: list[_NodeRow] = []
+            keys = _fetch(connection, _ALL_KEYS, _KeyRow)
+        else:
+            # Rows stamped since the watermark are read whole at once:
+            # they are few, and most of them changed. >=: a writer may
+            # stamp a change with the watermark's own time.
+            newer = _fetch(connection, _NODES_SINCE, _NodeRow,
+                           since=watermark)
+            keys = [_KeyRow(row.id, row.changed_at, row.generation)
+                    for row in newer]
+            keys.extend(self._late_keys(connection, now, overlap,
+                                        {row.id for row in newer}))
         stale = [key.id for key in keys if self._is_stale(key)]
-        rows: list[_NodeRow] = []
-        allocations: list[_AllocationRow] = []
+        wanted = set(stale)
+        rows = [row for row in newer if row.id in wanted]
         # Only rows that changed are read with their (large) JSON columns.
+        unread = sorted(wanted - {row.id for row in rows})
+        allocations: list[_AllocationRow] = []
+        for chunk in _chunks(unread):
+            rows.extend(_fetch(connection, _NODES_BY_ID, _NodeRow,
+                               ids=list(chunk)))
         for chunk in _chunks(stale):
-            rows.extend(_fetch(connection, _select(_NODES, _NodeRow).where(
-                _NODES.c.id.in_(chunk)), _NodeRow))
-        for chunk in _chunks(stale):
-            allocations.extend(_fetch(
-                connection, _select(_ALLOCATIONS, _AllocationRow).where(
-                    _ALLOCATIONS.c.compute_node_id.in_(chunk)),
-                _AllocationRow))
+            allocations.extend(_fetch(connection, _ALLOCATIONS_BY_NODE,
+                                      _AllocationRow, ids=list(chunk)))
         entries, decoded = self._build_entries(rows, allocations, ratios,
                                                reuse=False)
         newest = max((key.changed_at for key in keys), default=None)
@@ -703,51 +734,41 @@ class HostManager:
         return _Changes(
             full=False, entries=entries,
             # Seen by the scan, gone when read: deleted in between.
-            gone=set(stale) - entries.keys(), newest=newest,
+            gone=wanted - entries.keys(), newest=newest,
             rows_read=len(keys), rows_fetched=len(rows),
             rows_decoded=decoded, allocations_read=len(allocations))
 
-    def _changed_keys(self, connection: sa.Connection, now: float,
-                      overlap: int) -> list[_KeyRow]:
-        """The change keys of the rows that may have changed since the
-        last refresh.
+    def _late_keys(self, connection: sa.Connection, now: float,
+                   overlap: int, seen: set[int]) -> list[_KeyRow]:
+        """The change keys of the overlap window before the watermark
+        (changes committed late, or by a writer whose clock lags), but
+        only when that window's row count or generation sum differs from
+        the cache's, and at most once per ``_WINDOW_CHECK_INTERVAL``
+        seconds. ``seen``: the rows already read, stamped since the
+        watermark.
 
-        Those stamped after the watermark, and, at most once per
-        ``_WINDOW_CHECK_INTERVAL`` seconds, those of the overlap window
-        before it (committed late, or by a writer whose clock lags) when
-        that window's row count or generation sum differs from the
-        cache's: every writer bumps ``generation``, so a late change
-        moves the sum. Comparing two numbers spares a scan of every row
-        of the window, which at a monitor interval of a minute holds a
-        sixth of the fleet for the default overlap; checking once a
-        second spares the sum over the window on every request. A late
-        change is seen within the second, and a claim is checked against
-        the database anyway.
+        Every writer bumps ``generation``, so a late change moves the
+        sum. Comparing two numbers spares a scan of every row of the
+        window, which at a monitor interval of a minute holds a sixth of
+        the fleet for the default overlap; checking once a second spares
+        the sum over the window on every request. A late change is seen
+        within the second, and a claim is checked against the database
+        anyway.
         """
-        query = _select(_NODES, _KeyRow)
-        watermark = self._watermark
-        if watermark is None:
-            return _fetch(connection, query, _KeyRow)
-        since = watermark - datetime.timedelta(seconds=overlap)
-        # >= rather than >: with no overlap, a row committed late with
-        # the watermark's own timestamp must still be seen.
-        window = query.where(_NODES.c.changed_at >= since)
-        in_window = (_NODES.c.changed_at >= since) & (
-            _NODES.c.changed_at < watermark)
-        # >=: a writer may stamp a change with the watermark's own time.
-        newer = _fetch(connection, query.where(
-            _NODES.c.changed_at >= watermark), _KeyRow)
         if (self._window_checked is not None
                 and now - self._window_checked < _WINDOW_CHECK_INTERVAL):
-            return newer
+            return []
         self._window_checked = now
-        count, generations = connection.execute(sa.select(
-            sa.func.count(), sa.func.coalesce(sa.func.sum(
-                _NODES.c.generation), 0)).where(in_window)).one()
-        if (count, generations) != self._window_fingerprint(
-                since, watermark, {key.id for key in newer}):
-            return _fetch(connection, window, _KeyRow)
-        return newer
+        watermark = self._watermark
+        since = watermark - datetime.timedelta(seconds=overlap)
+        count, generations = connection.execute(
+            _WINDOW_PROBE, {"since": since, "until": watermark}).one()
+        if (count, generations) == self._window_fingerprint(
+                since, watermark, seen):
+            return []
+        return [key for key in _fetch(connection, _KEYS_SINCE, _KeyRow,
+                                      since=since)
+                if key.id not in seen]
 
     def _window_fingerprint(self, since: datetime.datetime,
                             until: datetime.datetime,

@@ -603,11 +603,15 @@ def test_failed_first_load_is_retried(conf, engine, manager):
 
 
 def test_node_deleted_between_scan_and_read_leaves_the_cache(
-        engine, manager, monkeypatch):
-    doomed = add_node(engine, "a")
-    add_node(engine, "b")
+        conf, engine, manager, monkeypatch, clock):
+    conf.set_override("refresh_overlap", 10, group="filter_scheduler")
+    now = models.utcnow()
+    doomed = add_node(engine, "a", when=now - 60 * SECOND)
+    add_node(engine, "b", when=now)
     manager.host_states()
-    update_node(engine, doomed, vcpus=1)
+    # A late change: its key is scanned first, its row read afterwards.
+    update_node(engine, doomed, vcpus=1, changed_at=now - 5 * SECOND)
+    clock.now += 1
     real_is_stale = manager._is_stale
 
     def delete_after_scan(key):
