@@ -1,0 +1,392 @@
+"""The balance planner on a simulated cluster in SQLite.
+
+A ``Fleet`` plays the compute nodes and the hypervisor: it knows where
+each instance really runs and how busy it keeps its host, writes each
+node's cpu.percent report once a simulated minute, and carries out the
+migrations the planner plans (completing them a given number of ticks
+later, which moves the instance's claim to the destination).
+
+Simulated time runs in the past, one minute a tick, ending now: the
+reports carry simulated timestamps (what the history and the planner's
+clock see), while the rows' heartbeat and ``metrics_updated_at`` are the
+real time of the report, which is what heartbeats and pending claims are
+compared with.
+"""
+
+import dataclasses
+import datetime
+import json
+import logging
+import uuid
+
+import pytest
+import sqlalchemy as sa
+from oslo_config import cfg
+
+from scheduler import cluster_policy
+from scheduler import conf as scheduler_conf
+from scheduler import host_manager as hm
+from scheduler.balancer import history as history_mod
+from scheduler.balancer import migrations as migrations_mod
+from scheduler.balancer import planner as planner_mod
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import models
+
+NODES = models.ComputeNode.__table__
+ALLOCATIONS = models.Allocation.__table__
+MIGRATIONS = models.Migration.__table__
+SAMPLES = models.UtilizationSample.__table__
+
+HOST_VCPUS = 16
+#: cpu.percent of a node's own work, without instances.
+BASE_LOAD = 5.0
+HIGH = 80.0
+LOW = 20.0
+
+
+@pytest.fixture
+def conf(tmp_path):
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    conf.set_override("connection", f"sqlite:///{tmp_path}/balance.sqlite",
+                      group="database")
+    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
+    conf.set_override("host_subset_size", 1, group="filter_scheduler")
+    migration.db_sync(db_api.get_engine(conf))
+    yield conf
+    db_api.dispose_engines()
+
+
+@pytest.fixture
+def engine(conf):
+    return db_api.get_engine(conf)
+
+
+@dataclasses.dataclass
+class Fleet:
+    """Nodes, where instances run and how busy they are."""
+
+    engine: sa.Engine
+    ticks: int
+    nodes: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: instance uuid -> (host, vCPUs, cpu.percent it makes on a host)
+    placement: dict[str, tuple[str, int, float]] = dataclasses.field(
+        default_factory=dict)
+    minute: int = 0
+    #: migration uuid -> tick at which it completes
+    in_flight: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def now(self) -> datetime.datetime:
+        """The simulated time: it reaches the real time at tick
+        ``ticks``."""
+        return models.utcnow() - datetime.timedelta(
+            minutes=self.ticks - self.minute)
+
+    def add_host(self, host: str, instances: int, vcpus: int = 2,
+                 cluster: str = "c1", busy: float = 1.0) -> None:
+        now = models.utcnow()
+        with self.engine.begin() as connection:
+            self.nodes[host] = connection.execute(NODES.insert().values(
+                uuid=str(uuid.uuid4()), host=host,
+                hypervisor_hostname=host, cluster=cluster,
+                availability_zone="nova", vcpus=HOST_VCPUS,
+                memory_mb=65536, local_gb=1000, metrics="[]",
+                changed_at=now, updated_at=now)).inserted_primary_key[0]
+            for _ in range(instances):
+                instance = str(uuid.uuid4())
+                self.placement[instance] = (
+                    host, vcpus, busy * 100.0 * vcpus / HOST_VCPUS)
+                connection.execute(ALLOCATIONS.insert().values(
+                    uuid=str(uuid.uuid4()), instance_uuid=instance,
+                    compute_node_id=self.nodes[host], vcpus=vcpus,
+                    memory_mb=1024, disk_gb=10, created_at=now))
+
+    def cpu(self, host: str) -> float:
+        return BASE_LOAD + sum(load for where, _, load
+                               in self.placement.values() if where == host)
+
+    def count(self, host: str) -> int:
+        return sum(where == host for where, _, _ in self.placement.values())
+
+    def report(self) -> None:
+        """Every node reports its cpu.percent, stamped with the simulated
+        time."""
+        stamp = self.now().isoformat(timespec="microseconds") + "Z"
+        real = models.utcnow()
+        with self.engine.begin() as connection:
+            for host, node_id in self.nodes.items():
+                connection.execute(NODES.update().where(
+                    NODES.c.id == node_id).values(
+                        metrics=json.dumps([{
+                            "name": "cpu.percent", "value": self.cpu(host),
+                            "timestamp": stamp, "source": "sim"}]),
+                        metrics_updated_at=real, updated_at=real,
+                        changed_at=real,
+                        generation=NODES.c.generation + 1))
+
+    def start(self, planned, duration: int) -> None:
+        for migration_ in planned:
+            self.in_flight[migration_.uuid] = self.minute + duration
+
+    def land(self, store: migrations_mod.MigrationStore) -> None:
+        """Complete the migrations due this tick: the instance now runs
+        on the destination."""
+        due = [m for m in store.active()
+               if self.in_flight.get(m.uuid, self.minute) <= self.minute]
+        for migration_ in due:
+            assert store.finish(migration_.uuid, migrations_mod.COMPLETED)
+            _, vcpus, load = self.placement[migration_.instance_uuid]
+            self.placement[migration_.instance_uuid] = (
+                migration_.dest_host, vcpus, load)
+            del self.in_flight[migration_.uuid]
+
+
+def planner(conf, fleet: Fleet, policy: str, **kwargs):
+    conf.set_override("cluster_policies", {"c1": policy, "c2": policy},
+                      group="scheduler")
+    return planner_mod.BalancePlanner(
+        conf, policies=cluster_policy.load_policies(conf), clock=fleet.now,
+        **kwargs)
+
+
+def standard_fleet(engine, ticks: int) -> Fleet:
+    """Ten hosts of 16 vCPUs; instances of 2 busy vCPUs (12.5% each)."""
+    fleet = Fleet(engine, ticks)
+    for host, instances in (("h0", 7), ("h1", 6), ("h2", 1), ("h3", 1),
+                            ("h4", 2), ("h5", 3), ("h6", 4), ("h7", 2),
+                            ("h8", 3), ("h9", 0)):
+        fleet.add_host(host, instances)
+    return fleet
+
+
+def claims_by_instance(engine) -> dict[str, str]:
+    with engine.connect() as connection:
+        rows = connection.execute(sa.select(
+            ALLOCATIONS.c.instance_uuid, NODES.c.host).join_from(
+                ALLOCATIONS, NODES)).all()
+    return dict(rows)
+
+
+def run(fleet: Fleet, plan: planner_mod.BalancePlanner, duration: int,
+        limit: int) -> list:
+    """Tick until the simulated time is over; checks at every tick that
+    no host exceeds ``limit`` migrations in either direction and that no
+    migration goes where it would push the host to HIGH."""
+    store = migrations_mod.MigrationStore(plan.conf)
+    everything = []
+    while fleet.minute <= fleet.ticks:
+        fleet.land(store)
+        fleet.report()
+        planned = plan.balance()
+        active = store.active()
+        for migration_ in planned:
+            incoming = [m for m in active
+                        if m.dest_host == migration_.dest_host]
+            # The destination's real load once all its incoming
+            # migrations have landed.
+            landing = sum(fleet.placement[m.instance_uuid][2]
+                          for m in incoming)
+            assert fleet.cpu(migration_.dest_host) + landing < HIGH
+        for host in fleet.nodes:
+            assert sum(m.source_host == host for m in active) <= limit
+            assert sum(m.dest_host == host for m in active) <= limit
+        assert len(planned) <= len({m.cluster for m in planned})
+        fleet.start(planned, duration)
+        everything.extend(planned)
+        fleet.minute += 1
+    return everything
+
+
+def test_even_distribution_relieves_the_overloaded_hosts(conf, engine):
+    fleet = standard_fleet(engine, ticks=12)
+    before = {host: fleet.cpu(host) for host in fleet.nodes}
+    assert [h for h, cpu in before.items() if cpu >= HIGH] == ["h0", "h1"]
+    plan = planner(conf, fleet, "evenly_distributed", max_incoming=1,
+                   max_outgoing=1)
+    planned = run(fleet, plan, duration=2, limit=1)
+
+    after = {host: fleet.cpu(host) for host in fleet.nodes}
+    assert max(after.values()) < HIGH, after
+    # h0 needs two moves (92.5 -> 80 is still HIGH), h1 one; nothing else
+    # moves, and the first plan waits for two minutes of history.
+    assert sorted(m.source_host for m in planned) == ["h0", "h0", "h1"]
+    # Each instance holds exactly one claim, where it runs now.
+    assert claims_by_instance(engine) == {
+        instance: host for instance, (host, _, _) in fleet.placement.items()}
+    with engine.connect() as connection:
+        states = connection.execute(sa.select(MIGRATIONS.c.state)).all()
+    assert {state for state, in states} == {"completed"}
+
+
+def test_nothing_is_planned_before_the_duration(conf, engine):
+    fleet = standard_fleet(engine, ticks=1)
+    plan = planner(conf, fleet, "evenly_distributed")
+    fleet.report()
+    assert plan.balance() == []
+    fleet.minute = 1
+    fleet.report()
+    # One minute of history only; CpuOverCommitDurationMinutes is 2.
+    assert plan.balance() == []
+
+
+def test_power_saving_empties_the_underutilised_hosts(conf, engine):
+    fleet = standard_fleet(engine, ticks=16)
+    idle = [h for h in fleet.nodes if fleet.count(h)
+            and fleet.cpu(h) < LOW]
+    assert idle == ["h2", "h3"]
+    plan = planner(conf, fleet, "power_saving", max_incoming=1,
+                   max_outgoing=1)
+    planned = run(fleet, plan, duration=1, limit=1)
+
+    assert [fleet.count(h) for h in idle] == [0, 0]
+    assert max(fleet.cpu(h) for h in fleet.nodes) < HIGH
+    # Nothing was moved onto an idle host.
+    assert not {m.dest_host for m in planned} & {*idle, "h9"}
+
+
+def test_even_vm_count_evens_the_counts(conf, engine):
+    fleet = Fleet(engine, ticks=12)
+    for host, instances in (("a", 14), ("b", 12), ("c", 3), ("d", 4),
+                            ("e", 6)):
+        fleet.add_host(host, instances, vcpus=1, busy=0.1)
+    plan = planner(conf, fleet, "vm_evenly_distributed", max_incoming=2,
+                   max_outgoing=2)
+    run(fleet, plan, duration=1, limit=2)
+    counts = sorted(fleet.count(h) for h in fleet.nodes)
+    # HighVmCount 10, MigrationThreshold 5.
+    assert counts[-1] <= 10 or counts[-1] - counts[0] < 5, counts
+    assert sum(counts) == 39
+
+
+def test_dry_run_plans_the_same_without_claim_or_row(conf, engine):
+    fleet = standard_fleet(engine, ticks=2)
+    plan = planner(conf, fleet, "evenly_distributed")
+    for fleet.minute in range(3):
+        fleet.report()
+        plan.balance(dry_run=True)
+    claims = claims_by_instance(engine)
+    dry, = plan.balance(dry_run=True)
+    assert dry.allocation_id is None
+    assert claims_by_instance(engine) == claims
+    assert migrations_mod.MigrationStore(conf).active() == []
+
+    seen = []
+    plan.on_planned = seen.append
+    real, = plan.balance()
+    assert (real.instance_uuid, real.source_host, real.dest_host) == (
+        dry.instance_uuid, dry.source_host, dry.dest_host)
+    assert claims_by_instance(engine)[real.uuid] == real.dest_host
+    assert seen == [json.loads(json.dumps(real.as_dict()))]
+    assert seen[0]["state"] == "planned"
+    assert seen[0]["migration_policy"] == "minimal_downtime"
+
+
+def test_one_cluster_failing_does_not_stop_the_others(conf, engine,
+                                                      caplog):
+    fleet = Fleet(engine, ticks=2)
+    for cluster in ("c1", "c2"):
+        fleet.add_host(f"{cluster}-busy", 7, cluster=cluster)
+        fleet.add_host(f"{cluster}-idle", 1, cluster=cluster)
+    conf.set_override("cluster_policies", {"c1": "evenly_distributed"},
+                      group="scheduler")
+    good = cluster_policy.load_policies(conf).policies["evenly_distributed"]
+    # Parameters the balancer cannot run with: it raises KeyError.
+    broken = dataclasses.replace(good, name="broken", balancer_parameters={})
+    policies = cluster_policy.PolicySet(
+        {"broken": broken, good.name: good},
+        {"c1": "broken", "c2": good.name}, None)
+    plan = planner_mod.BalancePlanner(conf, policies=policies,
+                                      clock=fleet.now)
+    for fleet.minute in range(3):
+        fleet.report()
+        with caplog.at_level(logging.ERROR):
+            planned = plan.balance()
+    assert [m.cluster for m in planned] == ["c2"]
+    errors = [r.getMessage() for r in caplog.records
+              if r.levelno == logging.ERROR]
+    assert errors and all("cluster c1 (policy broken)" in e and "KeyError"
+                          in e for e in errors)
+
+
+def test_history_is_shared_and_pruned(conf, engine):
+    fleet = standard_fleet(engine, ticks=6)
+    first = planner(conf, fleet, "evenly_distributed")
+    second = planner(conf, fleet, "evenly_distributed")
+    for fleet.minute in range(7):
+        fleet.report()
+        first.samples.record(first.host_manager.host_states(), 2)
+        # The same reports again: nothing new to record.
+        second.samples.record(second.host_manager.host_states(), 2)
+    with engine.connect() as connection:
+        rows = connection.execute(sa.select(
+            SAMPLES.c.node_id, SAMPLES.c.reported_at,
+            SAMPLES.c.cpu_percent, SAMPLES.c.instances)).all()
+    h0 = [row for row in rows if row.node_id == fleet.nodes["h0"]]
+    # Minutes 4, 5 and 6: the two-minute window and its opening report.
+    assert len(h0) == 3 and len(rows) == 30
+    assert {row.cpu_percent for row in h0} == {92.5}
+    assert {row.instances for row in h0} == {7}
+
+
+def test_stale_cpu_is_neither_over_nor_under(conf, engine):
+    fleet = standard_fleet(engine, ticks=20)
+    plan = planner(conf, fleet, "evenly_distributed")
+    for fleet.minute in range(3):
+        fleet.report()
+        plan.balance(dry_run=True)
+    # Ten minutes later nobody reported: every cpu.percent is stale
+    # ([metrics] max_age 300 s), whatever the history says.
+    fleet.minute = 13
+    assert plan.balance(dry_run=True) == []
+
+
+def test_failed_migration_releases_the_destination_claim(conf, engine):
+    fleet = standard_fleet(engine, ticks=2)
+    plan = planner(conf, fleet, "evenly_distributed")
+    for fleet.minute in range(3):
+        fleet.report()
+        planned = plan.balance()
+    migration_, = planned
+    store = migrations_mod.MigrationStore(conf)
+    assert store.start(migration_.uuid)
+    assert [m.state for m in store.active()] == ["running"]
+    assert store.finish(migration_.uuid, migrations_mod.FAILED)
+    assert not store.finish(migration_.uuid, migrations_mod.CANCELLED)
+    claims = claims_by_instance(engine)
+    assert migration_.uuid not in claims
+    assert claims[migration_.instance_uuid] == migration_.source_host
+
+
+def test_host_loads_count_migrations_under_way(conf, engine):
+    fleet = standard_fleet(engine, ticks=2)
+    plan = planner(conf, fleet, "evenly_distributed", max_incoming=1,
+                   max_outgoing=1)
+    for fleet.minute in range(3):
+        fleet.report()
+        planned = plan.balance()
+    migration_, = planned
+    hosts = hm.HostManager(conf).host_states()
+    loads = {load.state.host: load for load in plan._loads(
+        hosts, migrations_mod.MigrationStore(conf).active())}
+    source, dest = loads[migration_.source_host], loads[migration_.dest_host]
+    assert source.cpu_percent == fleet.cpu(source.state.host) - 12.5
+    # The destination claim is newer than the last report: pending.
+    assert dest.cpu_percent == fleet.cpu(dest.state.host) + 12.5
+    assert not source.can_migrate and not dest.can_migrate
+    assert migration_.instance_uuid not in {
+        i.uuid for i in source.instances}
+    assert migration_.uuid not in {i.uuid for i in dest.instances}
+    assert dest.instance_count == fleet.count(dest.state.host) + 1
+    assert source.instance_count == fleet.count(source.state.host) - 1
+
+
+def test_history_samples_follow_the_metric_timestamp():
+    samples = [history_mod.Sample(datetime.datetime(2026, 1, 1, 0, m), 90,
+                                  1) for m in (0, 1, 2)]
+    assert history_mod.window_start(samples, 2) == 0
+    assert history_mod.window_start(samples, 1.5) == 0
+    assert history_mod.window_start(samples, 1) == 1
+    assert history_mod.window_start(samples, 3) is None
+    assert history_mod.window_start([], 1) is None
