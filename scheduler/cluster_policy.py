@@ -273,11 +273,16 @@ def _check_plugins(group: str, option: str, names: Sequence[str],
 
 
 def _balancer_class(group: str, name: str) -> type:
-    try:
-        return balancer_base.balancer_class(name)
-    except KeyError:
-        expected = sorted(_entry_points(balancer_base.NAMESPACE).names)
+    # Checked here first: stevedore would also log the unknown name on
+    # stderr, and the error must stay one line.
+    available = sorted(_entry_points(balancer_base.NAMESPACE).names)
+    if name not in available:
         raise exception.ConfigError(
             group, "balancer", name,
             f"expected an entry-point name of {balancer_base.NAMESPACE} or "
-            f"none: {', '.join(expected + [NO_BALANCER])}") from None
+            f"none: {', '.join(available + [NO_BALANCER])}")
+    try:
+        return balancer_base.balancer_class(name)
+    except KeyError:
+        raise exception.ConfigError(
+            group, "balancer", name, "the plugin failed to load") from None

@@ -1,0 +1,147 @@
+"""Bad cluster and migration policies stop the real console scripts at
+start-up: exit status 2 and one line naming the group, the option (or
+parameter, or field of the policies file) and what is allowed."""
+
+import json
+
+import pytest
+
+GOOD_POLICY = {
+    "id": "patient", "name": "Patient", "description": "Waits longer.",
+    "maxMigrations": 1, "autoConvergence": True,
+    "migrationCompression": False, "enableGuestEvents": True,
+    "config": {
+        "initialItems": [{"action": "setDowntime", "params": ["100"]}],
+        "convergenceItems": [
+            {"stallingLimit": 5,
+             "convergenceItem": {"action": "setDowntime",
+                                 "params": ["1000"]}}],
+        "lastItems": [{"action": "abort", "params": []}],
+    },
+}
+
+
+def _one_line(result) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("sections, expected", [
+    ({"scheduler": {"cluster_policies": "rack-a:fastest"}},
+     "scheduler-manage: error: invalid value 'rack-a:fastest' for "
+     "[scheduler] cluster_policies: unknown policy, expected one of "),
+    ({"scheduler": {"cluster_policies": "rack-a:none, rack-a:packed"}},
+     "[scheduler] cluster_policies: cluster 'rack-a' is mapped twice"),
+    ({"scheduler": {"default_policy": "packed"},
+      "policy:packed": {"balancer": "power_saving",
+                        "balancer_parameters": "LowUtilization:75"}},
+     "invalid value 'LowUtilization=75' for [policy:packed] "
+     "balancer_parameters: an integer from 0 to 49"),
+    ({"policy:packed": {"balancer": "even_distribution",
+                        "balancer_parameters": "HighUtilization:40"}},
+     "invalid value 'HighUtilization=40' for [policy:packed] "
+     "balancer_parameters: an integer from 50 to 99"),
+    ({"policy:evenly_distributed": {
+        "balancer_parameters": "CpuOverCommitDurationMinutes:0"}},
+     "[policy:evenly_distributed] balancer_parameters: an integer >= 1"),
+    ({"policy:packed": {"weighers": "CPUWeigher:high"}},
+     "invalid value 'CPUWeigher:high' for [policy:packed] weighers: "
+     "expected Name:factor with an integer factor"),
+    ({"policy:packed": {"filters": "RamFilter, GpuFilter:first"}},
+     "invalid value 'GpuFilter' for [policy:packed] filters: expected "
+     "entry-point names of scheduler.filters"),
+    ({"policy:packed": {"balancer": "round_robin"}},
+     "invalid value 'round_robin' for [policy:packed] balancer: expected "
+     "an entry-point name of scheduler.balancers or none"),
+    ({"migration": {"cluster_policies": "rack-a:fastest"}},
+     "invalid value 'rack-a:fastest' for [migration] cluster_policies: "
+     "unknown migration policy"),
+    ({"migration": {"bandwidth": "0"}},
+     "[migration] bandwidth: '0' is not auto, hypervisor_default or a "
+     "whole number of Mbps greater than 0"),
+])
+def test_bad_policy_config_exits_2_with_one_line(
+        write_config, run_console_script, sections, expected):
+    config = write_config(sections)
+    result = run_console_script("scheduler-manage", "db", "version",
+                                config_file=config)
+    assert result.returncode == 2, result
+    assert expected in _one_line(result)
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"maxMigrations": "2"},
+     "policy 'patient': $[0].maxMigrations: '2' is not of type 'integer'"),
+    ({"config": {**GOOD_POLICY["config"], "lastItems": [
+        {"action": "pause", "params": []}]}},
+     "policy 'patient': $[0].config.lastItems[0].action: 'pause' is not "
+     "one of ['setDowntime', 'postcopy', 'abort']"),
+    ({"config": {**GOOD_POLICY["config"], "convergenceItems": [
+        {"stallingLimit": -1, "convergenceItem": {"action": "abort",
+                                                  "params": []}}]}},
+     "policy 'patient': $[0].config.convergenceItems[0].stallingLimit: -1 "
+     "is less than the minimum of 0"),
+    ({"id": "legacy"},
+     "policy 'legacy': $[0].id: 'legacy' is a built-in policy"),
+])
+def test_bad_policies_file_exits_2_naming_file_policy_and_field(
+        write_config, run_console_script, tmp_path, change, expected):
+    path = tmp_path / "policies.json"
+    path.write_text(json.dumps([{**GOOD_POLICY, **change}]))
+    config = write_config({"migration": {"policies_file": path}})
+    result = run_console_script("scheduler-manage", "db", "version",
+                                config_file=config)
+    assert result.returncode == 2, result
+    line = _one_line(result)
+    assert f"invalid value '{path}' for [migration] policies_file: " in line
+    assert expected in line
+
+
+def test_duplicate_ids_in_the_policies_file_exit_2(
+        write_config, run_console_script, tmp_path):
+    path = tmp_path / "policies.json"
+    path.write_text(json.dumps([GOOD_POLICY, GOOD_POLICY]))
+    config = write_config({"migration": {"policies_file": path}})
+    result = run_console_script("scheduler-manage", "db", "version",
+                                config_file=config)
+    assert result.returncode == 2, result
+    assert ("policy 'patient': $[1].id: 'patient' is used by an earlier "
+            "policy") in _one_line(result)
+
+
+def test_scheduler_service_refuses_a_bad_policy(write_config,
+                                                run_console_script):
+    config = write_config({"scheduler": {"default_policy": "vm_evenly"
+                                                           "_distributed"},
+                           "policy:vm_evenly_distributed": {
+                               "balancer_parameters": "MigrationThreshold:1"}})
+    result = run_console_script("scheduler-service", config_file=config)
+    assert result.returncode == 2, result
+    assert ("scheduler-service: error: invalid value 'MigrationThreshold=1' "
+            "for [policy:vm_evenly_distributed] balancer_parameters: an "
+            "integer >= 2") in _one_line(result)
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_good_policies_start(write_config, run_console_script, tmp_path,
+                             db_url):
+    path = tmp_path / "policies.json"
+    path.write_text(json.dumps([GOOD_POLICY]))
+    config = write_config({
+        "database": {"connection": db_url},
+        "scheduler": {"cluster_policies": "rack-a:packed, "
+                                          "rack-b:evenly_distributed",
+                      "default_policy": "none"},
+        "policy:packed": {
+            "filters": "PinToHostFilter:first, ComputeFilter, RamFilter",
+            "weighers": "CPUWeigher:-2, RAMWeigher:-1",
+            "normalization": "rank", "balancer": "power_saving",
+            "balancer_parameters": "HighUtilization:85, LowUtilization:15"},
+        "migration": {"policies_file": path,
+                      "cluster_policies": "rack-a:patient",
+                      "bandwidth": 1000},
+    })
+    result = run_console_script("scheduler-manage", "db", "sync",
+                                config_file=config)
+    assert result.returncode == 0, result.stderr
