@@ -94,8 +94,10 @@ class BalancePlanner:
         """Plan at most one migration in ``cluster`` (None: in every
         cluster that has hosts) and return those planned.
 
-        The history is recorded in a dry run too: it only observes what
-        the nodes reported. A balancer or database error in one cluster
+        ``on_planned`` gets each migration's ``as_dict()`` once its claim
+        and row are made; a dry run calls it for none. The history is
+        recorded in a dry run too: it only observes what the nodes
+        reported. A balancer or database error in one cluster
         is logged on one line and the other clusters are balanced.
         """
         hosts = self.host_manager.host_states()

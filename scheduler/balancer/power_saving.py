@@ -27,10 +27,9 @@ class PowerSavingBalancer(even_distribution.EvenDistributionBalancer):
                 history: history_mod.UtilizationHistory
                 ) -> Iterator[base.Proposal]:
         receivers = self.receivers(hosts, history)
-        relief = list(self.relieve(hosts, history, receivers))
-        if relief or any(self.over_utilized(host, history)
-                         for host in hosts):
-            yield from relief
+        if any(self.over_utilized(host, history) for host in hosts):
+            # Hosts are emptied only once no host is too busy.
+            yield from self.relieve(hosts, history, receivers)
             return
         yield from self._empty(hosts, history, receivers)
 

@@ -1,0 +1,92 @@
+"""A balancing tick on PostgreSQL and MariaDB: the destination claim, the
+migration row, the shared history and two workers ticking together."""
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+from oslo_config import cfg
+
+from scheduler import conf as scheduler_conf
+from scheduler.balancer import migrations as migrations_mod
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import models
+from tests.unit.test_balance_planner import claims_by_instance
+from tests.unit.test_balance_planner import planner
+from tests.unit.test_balance_planner import standard_fleet
+
+MIGRATIONS = models.Migration.__table__
+SAMPLES = models.UtilizationSample.__table__
+
+
+@pytest.fixture
+def conf(db_url):
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    conf.set_override("connection", db_url, group="database")
+    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
+    migration.db_sync(db_api.get_engine(conf))
+    yield conf
+    db_api.dispose_engines()
+
+
+@pytest.mark.parametrize("db_url", ["postgresql", "mysql"], indirect=True)
+def test_a_tick_claims_and_records(conf):
+    engine = db_api.get_engine(conf)
+    fleet = standard_fleet(engine, ticks=2)
+    seen = []
+    plan = planner(conf, fleet, "evenly_distributed", on_planned=seen.append,
+                   max_incoming=1, max_outgoing=1)
+    for fleet.minute in range(3):
+        fleet.report()
+        planned = plan.balance()
+    migration_, = planned
+    assert migration_.source_host == "h0"
+    claims = claims_by_instance(engine)
+    # The instance keeps its claim; the migration holds the destination.
+    assert claims[migration_.instance_uuid] == "h0"
+    assert claims[migration_.uuid] == migration_.dest_host
+    with engine.connect() as connection:
+        row = connection.execute(sa.select(MIGRATIONS)).one()
+        samples = connection.execute(
+            sa.select(sa.func.count()).select_from(SAMPLES)).scalar()
+    assert (row.uuid, row.state, row.allocation_id, row.cluster_policy) == (
+        migration_.uuid, "planned", migration_.allocation_id,
+        "evenly_distributed")
+    assert samples == 30
+    assert seen == [migration_.as_dict()]
+
+    assert migrations_mod.MigrationStore(conf).finish(
+        migration_.uuid, migrations_mod.COMPLETED)
+    assert claims_by_instance(engine)[migration_.instance_uuid] == \
+        migration_.dest_host
+
+
+@pytest.mark.parametrize("db_url", ["postgresql", "mysql"], indirect=True)
+def test_two_workers_ticking_together_plan_within_limits(conf):
+    engine = db_api.get_engine(conf)
+    fleet = standard_fleet(engine, ticks=2)
+    workers = [planner(conf, fleet, "evenly_distributed", max_incoming=1,
+                       max_outgoing=1) for _ in range(2)]
+    for fleet.minute in range(2):
+        fleet.report()
+        for worker in workers:
+            assert worker.balance() == []
+    fleet.minute = 2
+    fleet.report()
+    results = []
+    threads = [threading.Thread(target=lambda w=worker: results.append(
+        w.balance())) for worker in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    planned = [m for result in results for m in result]
+    # The cluster lock: the second worker saw the first one's migration
+    # and its source at the limit.
+    assert len(planned) == 2
+    assert sorted(m.source_host for m in planned) == ["h0", "h1"]
+    assert len({m.dest_host for m in planned}) == 2
+    assert len({m.instance_uuid for m in planned}) == 2
