@@ -17,10 +17,9 @@ class Bandwidth(types.ConfigType):
         super().__init__(type_name=type_name)
 
     def __call__(self, value):
-        if isinstance(value, int) or value in (BANDWIDTH_AUTO,
-                                               BANDWIDTH_HYPERVISOR_DEFAULT):
-            return value
         text = str(value).strip()
+        if text in (BANDWIDTH_AUTO, BANDWIDTH_HYPERVISOR_DEFAULT):
+            return text
         if text.isdigit() and int(text) > 0:
             return int(text)
         raise ValueError(

@@ -232,3 +232,10 @@ def test_one_scheduler_per_policy_sharing_the_host_manager(make_conf):
     assert [f.name for f in packed.filters][0] == "PinToHostFilter"
     assert schedulers[None].pipeline == filter_scheduler.Pipeline.from_conf(
         make_conf(EXAMPLE))
+
+
+def test_loading_twice_gives_the_same_policies(make_conf):
+    # Start-up validation loads them, then the service loads them again.
+    conf = make_conf(EXAMPLE)
+    assert (cluster_policy.load_policies(conf)
+            == cluster_policy.load_policies(conf))

@@ -251,6 +251,12 @@ def test_bad_bandwidth_is_rejected(tmp_path, value):
         _ = conf.migration.bandwidth
 
 
+@pytest.mark.parametrize("value", [0, -5])
+def test_bad_bandwidth_override_is_rejected(conf, value):
+    with pytest.raises(ValueError, match="greater than 0"):
+        conf.set_override("bandwidth", value, group="migration")
+
+
 def test_schema_is_valid_and_packaged():
     schema = policies.policies_schema()
     assert schema["type"] == "array"
