@@ -254,15 +254,15 @@ class FilterScheduler:
         candidates = self._filter(spec, table, removed)
         weighed = self._weigh(spec, table, candidates, removed)
         # Heaviest first, ties by name.
-        ranked = weighed.rows[np.lexsort(
-            (table.name_rank()[weighed.rows], -weighed.totals))]
-        totals_by_row = dict(zip(weighed.rows.tolist(),
-                                 weighed.totals.tolist(), strict=True))
-        picked = [int(ranked[rank]) for rank in self._pick(len(ranked))]
+        order = np.lexsort((table.name_rank()[weighed.rows],
+                            -weighed.totals))
+        ranked = weighed.rows[order]
+        picked = [int(order[rank]) for rank in self._pick(len(ranked))]
+        picked_rows = weighed.rows[picked].tolist()
         decision = Decision(
-            selected=[hosts[row] for row in picked],
-            selected_weights=[totals_by_row[row] for row in picked],
-            selected_rows=picked,
+            selected=[hosts[row] for row in picked_rows],
+            selected_weights=weighed.totals[picked].tolist(),
+            selected_rows=picked_rows,
             summary="" if picked else histogram(
                 len(hosts), [_result(record)
                              for record in removed.records(spec)]),

@@ -83,6 +83,13 @@ class HostTable:
         return self.column(("attribute", name), dtype,
                            operator.attrgetter(name))
 
+    def matches(self, name: str, wanted: object) -> np.ndarray:
+        """Where HostState attribute ``name`` equals ``wanted``."""
+        codes, values = self.codes(("attribute", name),
+                                   operator.attrgetter(name))
+        return np.array([value == wanted for value in values],
+                        dtype=bool)[codes]
+
     def codes(self, key: Hashable, value: Callable[["HostState"], object]
               ) -> tuple[np.ndarray, list]:
         """``value(host)`` of every host as small integers: ``values[

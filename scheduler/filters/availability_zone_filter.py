@@ -28,7 +28,7 @@ class AvailabilityZoneFilter(BaseHostFilter):
         wanted = spec.availability_zone
         if not wanted:
             return np.ones(len(table), dtype=bool)
-        return table.attribute("availability_zone", object) == wanted
+        return table.matches("availability_zone", wanted)
 
 
 def _elsewhere(host: HostState, wanted: str) -> Rejection:

@@ -24,4 +24,4 @@ class ClusterFilter(BaseHostFilter):
         wanted = spec.cluster
         if not wanted:
             return np.ones(len(table), dtype=bool)
-        return table.attribute("cluster", object) == wanted
+        return table.matches("cluster", wanted)
