@@ -20,9 +20,24 @@ Two claims on one node therefore run one after the other, whichever
 workers, processes or machines make them. Claims on different nodes never
 wait for each other.
 
+On PostgreSQL the same check usually takes one statement and one round
+trip (``_CAS_CLAIM``, in autocommit): it reads the node's generation,
+capacity and claimed sums from one snapshot, bumps the generation only
+if it still holds the value read (compare-and-swap: PostgreSQL re-reads
+the row after waiting for its lock) and the claim fits, and inserts the
+allocation only if the bump happened. A node whose generation moved
+under the statement (a concurrent claim, release or report) is claimed
+with the locking transaction above instead, which always answers.
+
 An instance holds at most one claim (``allocations.instance_uuid`` is
 unique): claiming for an instance that already holds one returns that
 claim, which is what makes a retried request idempotent.
+
+Claims use an engine without pool pre-ping (one round trip less per
+claim): a statement failing because the database dropped its pooled
+connection is run once more, on a fresh connection. Should the lost
+statement have committed, the retry finds the claim under its own
+allocation id and returns it as made by this call.
 """
 
 import contextlib
@@ -185,6 +200,64 @@ _NODE_USAGE = sa.select(
 
 _INSERT = _ALLOCATIONS.insert()
 
+#: PostgreSQL: the whole claim in one statement. ``node`` reads the node
+#: and its claimed sums in the statement's snapshot; ``bump`` updates the
+#: node only if the claim fits and its generation is still the one read
+#: (after waiting for a concurrent claim's row lock PostgreSQL evaluates
+#: the condition on the row as committed, so a moved generation means the
+#: sums are stale and nothing is written); ``claim`` inserts only if the
+#: bump did. The result is the node as read and whether it was claimed.
+_CAS_CLAIM = sa.text("""
+WITH node AS (
+    SELECT n.id, n.generation, n.uuid, n.host, n.hypervisor_hostname,
+           n.vcpus, n.memory_mb, n.local_gb,
+           COALESCE(n.cpu_allocation_ratio, :cpu_ratio) AS cpu_ratio,
+           COALESCE(n.ram_allocation_ratio, :ram_ratio) AS ram_ratio,
+           COALESCE(n.disk_allocation_ratio, :disk_ratio) AS disk_ratio,
+           u.vcpus_used, u.memory_mb_used, u.disk_gb_used
+    FROM compute_nodes n, (
+        SELECT COALESCE(SUM(a.vcpus), 0) AS vcpus_used,
+               COALESCE(SUM(a.memory_mb), 0) AS memory_mb_used,
+               COALESCE(SUM(a.disk_gb), 0) AS disk_gb_used
+        FROM allocations a WHERE a.compute_node_id = :node_id) u
+    WHERE n.id = :node_id
+), bump AS (
+    UPDATE compute_nodes c
+    SET generation = c.generation + 1, changed_at = :now
+    FROM node
+    WHERE c.id = node.id AND c.generation = node.generation
+      AND (:vcpus <= 0
+           OR node.vcpus_used + :vcpus <= node.vcpus * node.cpu_ratio)
+      AND (:memory_mb <= 0
+           OR node.memory_mb_used + :memory_mb
+              <= node.memory_mb * node.ram_ratio)
+      AND (:disk_gb <= 0
+           OR node.disk_gb_used + :disk_gb
+              <= node.local_gb * node.disk_ratio)
+    RETURNING c.id
+), claim AS (
+    INSERT INTO allocations (uuid, instance_uuid, compute_node_id, vcpus,
+                             memory_mb, disk_gb, instance_group, created_at)
+    SELECT :uuid, :instance_uuid, bump.id, :vcpus, :memory_mb, :disk_gb,
+           :instance_group, :now
+    FROM bump
+    RETURNING id
+)
+SELECT node.uuid, node.host, node.hypervisor_hostname, node.vcpus,
+       node.memory_mb, node.local_gb, node.cpu_ratio, node.ram_ratio,
+       node.disk_ratio, node.vcpus_used, node.memory_mb_used,
+       node.disk_gb_used, (SELECT count(*) FROM claim) AS claimed
+FROM node
+""").bindparams(
+    sa.bindparam("cpu_ratio", type_=sa.Float),
+    sa.bindparam("ram_ratio", type_=sa.Float),
+    sa.bindparam("disk_ratio", type_=sa.Float),
+    sa.bindparam("vcpus", type_=sa.Integer),
+    sa.bindparam("memory_mb", type_=sa.Integer),
+    sa.bindparam("disk_gb", type_=sa.Integer),
+    sa.bindparam("now", type_=sa.DateTime),
+)
+
 _CLAIMS = sa.select(
     _ALLOCATIONS.c.uuid, _ALLOCATIONS.c.instance_uuid,
     _ALLOCATIONS.c.compute_node_id, _NODES.c.uuid, _NODES.c.host,
@@ -196,10 +269,67 @@ _CLAIMS = sa.select(
                                                   expanding=True)))
 
 
+class _Retries:
+    """Whether a failed claim or release runs again: up to ``_ATTEMPTS``
+    runs for deadlocks, serialisation failures and duplicate-key races,
+    plus one run on a fresh connection after the database dropped the
+    pooled one (the claims engine does not pre-ping)."""
+
+    def __init__(self) -> None:
+        self.runs = 1
+        self.reconnected = False
+
+    def another(self, error: BaseException | None) -> bool:
+        """True when the run that failed with ``error`` (None: a
+        duplicate key) is to be retried."""
+        if (isinstance(error, sa_exc.DBAPIError)
+                and error.connection_invalidated):
+            if self.reconnected:
+                return False
+            self.reconnected = True
+            return True
+        if error is not None and not is_transient(error):
+            return False
+        self.runs += 1
+        return self.runs <= _ATTEMPTS
+
+
+def _ratio(own: float | None, default: float) -> float:
+    return default if own is None else own
+
+
+def _check_room(node_id: int, node: sa.Row, usage: Usage, cpu_ratio: float,
+                ram_ratio: float, disk_ratio: float) -> None:
+    """Raise ClaimConflict unless ``usage`` fits on ``node`` (a row with
+    capacity and ``*_used`` columns) with these allocation ratios."""
+    checks = (
+        ("vCPUs", usage.vcpus, node.vcpus_used, node.vcpus, cpu_ratio),
+        ("MB of RAM", usage.memory_mb, node.memory_mb_used, node.memory_mb,
+         ram_ratio),
+        ("GB of disk", usage.disk_gb, node.disk_gb_used, node.local_gb,
+         disk_ratio),
+    )
+    for unit, wanted, taken, capacity, ratio in checks:
+        if wanted > 0 and taken + wanted > capacity * ratio:
+            raise ClaimConflict(node_id, node.host,
+                                f"needs {wanted} {unit}, {taken} of "
+                                f"{capacity} x {ratio:g} claimed")
+
+
+def _new_claim(node_id: int, node: sa.Row, instance_uuid: str,
+               usage: Usage, allocation_id: str) -> Claim:
+    return Claim(allocation_id=allocation_id, instance_uuid=instance_uuid,
+                 node_id=node_id, node_uuid=node.uuid, host=node.host,
+                 nodename=node.hypervisor_hostname, vcpus=usage.vcpus,
+                 memory_mb=usage.memory_mb, disk_gb=usage.disk_gb)
+
+
 class Claims:
     """Claims in the database of ``[database] connection``.
 
     Thread-safe: every call uses a connection of its own from the pool.
+    The capacity check uses ``[filter_scheduler] *_allocation_ratio`` for
+    nodes without a ratio of their own.
     """
 
     def __init__(self, conf: cfg.ConfigOpts):
@@ -209,7 +339,7 @@ class Claims:
     def engine(self) -> Engine:
         # Looked up per call: db_api.dispose_engines() (tests, forked
         # workers) replaces the engine.
-        return db_api.get_engine(self.conf)
+        return db_api.get_engine(self.conf, pre_ping=False)
 
     def claim(self, node_id: int, instance_uuid: str, usage: Usage,
               group: str | None = None,
@@ -225,33 +355,77 @@ class Claims:
         claims with ``find()`` first, as the capacity check comes before
         the insert. ``allocation_id`` defaults to a new uuid.
         """
-        for attempt in range(1, _ATTEMPTS + 1):
+        # One id for every attempt: a claim found under it was made by
+        # this call (an attempt whose reply the lost connection swallowed).
+        allocation_id = allocation_id or str(uuid.uuid4())
+        retries = _Retries()
+        while True:
             try:
                 return self._claim(node_id, instance_uuid, usage, group,
-                                   allocation_id or str(uuid.uuid4()))
+                                   allocation_id)
             except sa_exc.IntegrityError:
                 # The unique instance_uuid: a concurrent request for the
                 # same instance claimed first. Its claim is the answer.
                 held = self.find([instance_uuid]).get(instance_uuid)
                 if held is not None:
+                    if held.allocation_id == allocation_id:
+                        return dataclasses.replace(held, existing=False)
                     return held
                 # Released in the meantime (or another constraint): the
                 # next attempt tells which.
-                if attempt == _ATTEMPTS:
+                if not retries.another(None):
                     raise
             except sa_exc.DBAPIError as e:
-                if not is_transient(e) or attempt == _ATTEMPTS:
+                if not retries.another(e):
                     raise
-                LOG.debug("Claim for %s on node %s rolled back by the "
-                          "database (%s); retrying", instance_uuid, node_id,
-                          db_api.one_line(e))
-        raise AssertionError("unreachable")
+                LOG.debug("Claim for %s on node %s failed (%s); retrying",
+                          instance_uuid, node_id, db_api.one_line(e))
 
     def _claim(self, node_id: int, instance_uuid: str, usage: Usage,
                group: str | None, allocation_id: str) -> Claim:
+        engine = self.engine
+        if engine.dialect.name == "postgresql":
+            claim = self._swap_claim(engine, node_id, instance_uuid, usage,
+                                     group, allocation_id)
+            if claim is not None:
+                return claim
+        return self._locked_claim(engine, node_id, instance_uuid, usage,
+                                  group, allocation_id)
+
+    def _swap_claim(self, engine: Engine, node_id: int, instance_uuid: str,
+                    usage: Usage, group: str | None, allocation_id: str
+                    ) -> Claim | None:
+        """The claim in one statement (``_CAS_CLAIM``); None when the
+        node's generation moved under it."""
+        opts = self.conf.filter_scheduler
+        with engine.connect() as connection:
+            node = connection.execution_options(
+                isolation_level="AUTOCOMMIT").execute(_CAS_CLAIM, {
+                    "node_id": node_id, "now": models.utcnow(),
+                    "cpu_ratio": opts.cpu_allocation_ratio,
+                    "ram_ratio": opts.ram_allocation_ratio,
+                    "disk_ratio": opts.disk_allocation_ratio,
+                    "vcpus": usage.vcpus, "memory_mb": usage.memory_mb,
+                    "disk_gb": usage.disk_gb, "uuid": allocation_id,
+                    "instance_uuid": instance_uuid,
+                    "instance_group": group}).one_or_none()
+        if node is None:
+            raise ClaimConflict(node_id, "?", "the node no longer exists")
+        if not node.claimed:
+            # Full as read, else the generation moved: decide under the
+            # row lock.
+            _check_room(node_id, node, usage, node.cpu_ratio,
+                        node.ram_ratio, node.disk_ratio)
+            return None
+        return _new_claim(node_id, node, instance_uuid, usage,
+                          allocation_id)
+
+    def _locked_claim(self, engine: Engine, node_id: int,
+                      instance_uuid: str, usage: Usage, group: str | None,
+                      allocation_id: str) -> Claim:
         opts = self.conf.filter_scheduler
         now = models.utcnow()
-        with write_transaction(self.engine) as connection:
+        with write_transaction(engine) as connection:
             # The bump comes first: it takes the node's row lock, waiting
             # for any other claim on the node to commit, and the rollback
             # undoes it when the node turns out full.
@@ -264,33 +438,20 @@ class Claims:
             # node.
             node = connection.execute(_NODE_USAGE,
                                       {"node_id": node_id}).one()
-            checks = (
-                ("vCPUs", usage.vcpus, node.vcpus_used, node.vcpus,
-                 node.cpu_allocation_ratio, opts.cpu_allocation_ratio),
-                ("MB of RAM", usage.memory_mb, node.memory_mb_used,
-                 node.memory_mb, node.ram_allocation_ratio,
-                 opts.ram_allocation_ratio),
-                ("GB of disk", usage.disk_gb, node.disk_gb_used,
-                 node.local_gb, node.disk_allocation_ratio,
-                 opts.disk_allocation_ratio),
-            )
-            for unit, wanted, taken, capacity, own, default in checks:
-                ratio = default if own is None else own
-                if wanted > 0 and taken + wanted > capacity * ratio:
-                    raise ClaimConflict(
-                        node_id, node.host,
-                        f"needs {wanted} {unit}, {taken} of "
-                        f"{capacity} x {ratio:g} claimed")
+            _check_room(node_id, node, usage,
+                        _ratio(node.cpu_allocation_ratio,
+                               opts.cpu_allocation_ratio),
+                        _ratio(node.ram_allocation_ratio,
+                               opts.ram_allocation_ratio),
+                        _ratio(node.disk_allocation_ratio,
+                               opts.disk_allocation_ratio))
             connection.execute(_INSERT, {
                 "uuid": allocation_id, "instance_uuid": instance_uuid,
                 "compute_node_id": node_id, "vcpus": usage.vcpus,
                 "memory_mb": usage.memory_mb, "disk_gb": usage.disk_gb,
                 "instance_group": group, "created_at": now})
-        return Claim(allocation_id=allocation_id,
-                     instance_uuid=instance_uuid, node_id=node_id,
-                     node_uuid=node.uuid, host=node.host,
-                     nodename=node.hypervisor_hostname, vcpus=usage.vcpus,
-                     memory_mb=usage.memory_mb, disk_gb=usage.disk_gb)
+        return _new_claim(node_id, node, instance_uuid, usage,
+                          allocation_id)
 
     def find(self, instance_uuids: Iterable[str]) -> dict[str, Claim]:
         """The claims held by these instances, by instance uuid (instances
@@ -321,13 +482,13 @@ class Claims:
         return self._release(_ALLOCATIONS.c.uuid, allocation_id)
 
     def _release(self, column: sa.Column, value: str) -> bool:
-        for attempt in range(1, _ATTEMPTS + 1):
+        retries = _Retries()
+        while True:
             try:
                 return self._release_once(column, value)
             except sa_exc.DBAPIError as e:
-                if not is_transient(e) or attempt == _ATTEMPTS:
+                if not retries.another(e):
                     raise
-        raise AssertionError("unreachable")
 
     def _release_once(self, column: sa.Column, value: str) -> bool:
         with write_transaction(self.engine) as connection:

@@ -766,7 +766,7 @@ class SchedulerManager:
         _Unplaceable when one fits nowhere or loses every round."""
         rounds = self.conf.scheduler.max_claim_rounds
         todo = [u for u in uuids if u not in entries]
-        taken: list[str] = []
+        taken: list[hm.HostState] = []
         for round_number in range(1, rounds + 1):
             if not todo:
                 return
@@ -777,14 +777,16 @@ class SchedulerManager:
             # need a fresh one (select() records group members in it).
             spec = (first_spec if first_spec is not None
                     and round_number == 1 else self._spec(spec_dict, todo))
-            # After a conflict this refresh reads the nodes whose claims
-            # beat ours (their generation moved).
-            hosts = self.host_manager.host_states()
+            # The scheduler refreshes the host cache itself; after a
+            # conflict, the refresh reads the nodes whose claims beat ours
+            # (their generation moved), unless those committed late.
+            hosts = self._hosts_not_known_full(taken)
             try:
                 decisions = self.scheduler.select(spec, hosts)
             except exception.NoValidHost as e:
                 raise _Unplaceable(str(e), _pending_in_cluster(
-                    hosts, spec.cluster)) from None
+                    hosts or self.host_manager.host_states(),
+                    spec.cluster)) from None
             for instance, decision in zip(todo, decisions, strict=True):
                 entry = self._claim_one(spec, instance, decision, anonymous,
                                         hold_deadline, made, taken)
@@ -797,12 +799,32 @@ class SchedulerManager:
                 f"{len(todo)} instance(s) could not be claimed in "
                 f"{rounds} decision round(s): every candidate was filled "
                 f"by concurrent requests first (last ones: "
-                f"{', '.join(taken[-5:])})", pending=False)
+                f"{', '.join(h.host for h in taken[-5:])})", pending=False)
+
+    def _hosts_not_known_full(self, taken: list[hm.HostState]
+                              ) -> list[hm.HostState] | None:
+        """None (every host, from the scheduler's own cache) until a claim
+        of this request conflicted; then the cached hosts but those found
+        full whose cache entry has not changed since.
+
+        A claim committed with a change time older than the cache's
+        watermark reaches the cache only at its next overlap-window check;
+        until then the cache would offer the same full node again and
+        again, round after round.
+        """
+        if not taken:
+            return None
+        # As cached when its claim conflicted.
+        full = {host.node_id: host.generation for host in taken}
+        hosts = self.host_manager.host_states()
+        fresh = [host for host in hosts
+                 if full.get(host.node_id, -1) != host.generation]
+        return fresh or hosts
 
     def _claim_one(self, spec: RequestSpec, instance: str,
                    decision: filter_scheduler.Decision, anonymous: bool,
                    hold_deadline: float | None, made: list[claims.Claim],
-                   taken: list[str]) -> list[dict] | None:
+                   taken: list[hm.HostState]) -> list[dict] | None:
         """Claim the chosen host, else the alternates in order; the
         instance's reply entries, or None when every candidate was
         full."""
@@ -817,7 +839,7 @@ class SchedulerManager:
                     allocation_id=instance if anonymous else None)
             except claims.ClaimConflict as e:
                 self.stats.add(conflicts=1)
-                taken.append(host.host)
+                taken.append(host)
                 LOG.debug("%s; trying the next candidate", e)
                 continue
             if claim.existing:

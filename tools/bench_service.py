@@ -647,9 +647,12 @@ class Bench:
                    ) -> list[Result]:
         written = reset_fleet(self.engine, hosts)
         self.succeeded = 0
-        server = self.start(f"scheduler-service-{hosts}", [
-            console_script("scheduler-service"), "--config-file",
-            os.fspath(self.config_path)])
+        service = [console_script("scheduler-service"), "--config-file",
+                   os.fspath(self.config_path)]
+        if self.args.profile_server:
+            service = profiled(service, Path(
+                self.args.profile_server) / f"select-{hosts}.pstat")
+        server = self.start(f"scheduler-service-{hosts}", service)
         try:
             spec = bench_engine.REQUEST
 
@@ -678,6 +681,28 @@ class Bench:
             print(f"# hosts={hosts}: {claims} claims in the database for "
                   f"{self.succeeded} successful calls", flush=True)
         return results
+
+
+#: Runs a console script under yappi (wall clock, every thread) and saves
+#: the profile in pstats format when the script returns (SIGTERM).
+_PROFILED = """
+import runpy, sys, yappi
+out, sys.argv = sys.argv[1], sys.argv[2:]
+yappi.set_clock_type("wall")
+yappi.start(builtins=False)
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    yappi.stop()
+    yappi.get_func_stats().save(out, type="pstat")
+"""
+
+
+def profiled(command: list[str], out: Path) -> list[str]:
+    """``command`` (a Python console script) run under yappi, its profile
+    written to ``out`` when it exits."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return [sys.executable, "-c", _PROFILED, os.fspath(out), *command]
 
 
 def _context() -> dict:
@@ -746,6 +771,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="PostgreSQL URL allowed to create and drop "
                         "databases (default $SCHEDULER_TEST_PG_URL or "
                         "postgres on 127.0.0.1)")
+    parser.add_argument("--profile-server", metavar="DIR",
+                        help="run each scheduler-service under yappi and "
+                        "write its profile to DIR/select-<hosts>.pstat "
+                        "(slows the service: numbers are not comparable)")
     parser.add_argument("--serve-echo", metavar="CONFIG",
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

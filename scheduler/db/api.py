@@ -12,7 +12,7 @@ from sqlalchemy.orm import sessionmaker
 
 from scheduler import exception
 
-_engines: dict[str, Engine] = {}
+_engines: dict[tuple[str, bool], Engine] = {}
 _engines_lock = threading.Lock()
 
 # Errors after which the same statement may succeed once the database is
@@ -39,9 +39,9 @@ def validate_connection_url(url: str) -> None:
             f"mysql+pymysql://user@host/db ({e})") from e
 
 
-def _new_engine(url: str, connect_timeout: int) -> Engine:
+def _new_engine(url: str, connect_timeout: int, pre_ping: bool) -> Engine:
     parsed = make_url(url)
-    kwargs: dict = {"pool_pre_ping": True, "future": True}
+    kwargs: dict = {"pool_pre_ping": pre_ping, "future": True}
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         if parsed.database and parsed.database != ":memory:":
@@ -67,15 +67,24 @@ def _sqlite_on_connect(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-def get_engine(conf: cfg.ConfigOpts) -> Engine:
-    """The process-wide engine for ``[database] connection``."""
+def get_engine(conf: cfg.ConfigOpts, pre_ping: bool = True) -> Engine:
+    """The process-wide engine for ``[database] connection``.
+
+    ``pre_ping`` tests each connection taken from the pool with a round
+    trip first, so that a connection the database dropped is replaced
+    instead of failing the caller's statement. Callers that retry a
+    statement failing on a disconnect themselves (claims) pass False and
+    get an engine of their own without that round trip.
+    """
     url = conf.database.connection
+    key = (url, pre_ping)
     with _engines_lock:
-        engine = _engines.get(url)
+        engine = _engines.get(key)
         if engine is None:
             validate_connection_url(url)
-            engine = _new_engine(url, conf.database.connect_timeout)
-            _engines[url] = engine
+            engine = _new_engine(url, conf.database.connect_timeout,
+                                 pre_ping)
+            _engines[key] = engine
         return engine
 
 

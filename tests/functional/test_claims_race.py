@@ -190,8 +190,8 @@ def test_workers_never_overcommit(db_url, cluster_lock):
     assert len(placed) == CAPACITY
     assert len(refused) == PROCESSES * CALLS_PER_PROCESS - CAPACITY
     # Each refusal is the filters' verdict on a full fleet.
-    assert all("CoreFilter (insufficient vCPUs)" in m for m in refused), \
-        refused[:3]
+    odd = [m for m in refused if "CoreFilter (insufficient vCPUs)" not in m]
+    assert odd == [], odd[:3]
     if cluster_lock:
         # Each pass saw every claim made before it.
         assert stats["conflicts"] == 0
@@ -221,3 +221,76 @@ def test_workers_never_overcommit(db_url, cluster_lock):
     # Every reply matches the claim in the database, and nothing else is
     # claimed.
     assert sorted(map(tuple, rows)) == sorted(placed)
+
+
+def _wait_for_lock_waiter(engine, timeout: float = 10.0) -> None:
+    """Until some session waits for a row lock (the claim under test)."""
+    deadline = time.monotonic() + timeout
+    with engine.connect() as connection:
+        while time.monotonic() < deadline:
+            waiting = connection.execute(sa.text(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()")).scalar_one()
+            if waiting:
+                return
+            connection.rollback()
+            time.sleep(0.01)
+    pytest.fail("the claim never waited for the node's row lock")
+
+
+@pytest.mark.parametrize("taken, outcome", [(2, "conflict"), (1, "claimed")],
+                         ids=["filled", "room-left"])
+def test_claim_racing_a_committing_claim_on_postgresql(postgresql_url,
+                                                      taken, outcome):
+    """The one-statement claim reads the node before waiting for the row
+    lock of a claim in progress; once that one commits, the statement
+    must not act on what it read: it sees the generation moved and the
+    claim is decided again under the lock (refused when the other claim
+    filled the node, made when room is left)."""
+    from scheduler import claims
+
+    conf = _config(postgresql_url)
+    engine = db_api.get_engine(conf)
+    migration.db_sync(engine)
+    now = models.utcnow()
+    with engine.begin() as connection:
+        node = connection.execute(NODES.insert().values(
+            uuid=str(uuid.uuid4()), host="h1", hypervisor_hostname="h1",
+            vcpus=2, memory_mb=4096, local_gb=100, cpu_allocation_ratio=1.0,
+            ram_allocation_ratio=1.0, disk_allocation_ratio=1.0,
+            changed_at=now, updated_at=now)).inserted_primary_key[0]
+    got: list[object] = []
+
+    def claim() -> None:
+        try:
+            got.append(claims.Claims(conf).claim(
+                node, str(uuid.uuid4()), claims.Usage(1, 512, 1)))
+        except claims.ClaimConflict as e:
+            got.append(e)
+
+    other = engine.connect()
+    try:
+        other.execute(NODES.update().where(NODES.c.id == node).values(
+            generation=NODES.c.generation + 1))
+        other.execute(ALLOCATIONS.insert().values(
+            uuid=str(uuid.uuid4()), instance_uuid=str(uuid.uuid4()),
+            compute_node_id=node, vcpus=taken, memory_mb=512, disk_gb=1,
+            created_at=now))
+        thread = threading.Thread(target=claim)
+        thread.start()
+        _wait_for_lock_waiter(engine)
+        other.commit()
+        thread.join(30)
+    finally:
+        other.close()
+    assert len(got) == 1
+    if outcome == "conflict":
+        assert isinstance(got[0], claims.ClaimConflict), got
+    else:
+        assert isinstance(got[0], claims.Claim), got
+    with engine.connect() as connection:
+        used = connection.execute(sa.select(sa.func.sum(
+            ALLOCATIONS.c.vcpus))).scalar_one()
+    assert used == 2
+    db_api.dispose_engines()

@@ -240,12 +240,12 @@ def test_other_database_errors_propagate_and_roll_back(engine, store,
         if statement.lstrip().upper().startswith("INSERT INTO ALLOCATIONS"):
             raise sa_exc.OperationalError(statement, {}, _Orig("disk I/O"))
 
-    sa.event.listen(engine, "before_cursor_execute", fail)
+    sa.event.listen(store.engine, "before_cursor_execute", fail)
     try:
         with pytest.raises(sa_exc.OperationalError):
             store.claim(node, new_uuid(), ONE)
     finally:
-        sa.event.remove(engine, "before_cursor_execute", fail)
+        sa.event.remove(store.engine, "before_cursor_execute", fail)
     # The bump before the failing insert was rolled back.
     assert node_row(engine, node).generation == 0
     assert allocations(engine) == []
@@ -256,12 +256,13 @@ def test_sqlite_claims_are_serialised(engine, conf):
     """BEGIN IMMEDIATE: with the window between the capacity check and
     the insert widened, concurrent claims still never overfill a node."""
     node = add_node(engine, "a", vcpus=3)
+    claims_engine = claims.Claims(conf).engine
 
     def slow_sum(conn, cursor, statement, *args):
         if "sum(" in statement.lower():
             time.sleep(0.02)
 
-    sa.event.listen(engine, "after_cursor_execute", slow_sum)
+    sa.event.listen(claims_engine, "after_cursor_execute", slow_sum)
     results: list[str] = []
     start = threading.Barrier(8)
 
@@ -282,7 +283,7 @@ def test_sqlite_claims_are_serialised(engine, conf):
         for thread in threads:
             thread.join()
     finally:
-        sa.event.remove(engine, "after_cursor_execute", slow_sum)
+        sa.event.remove(claims_engine, "after_cursor_execute", slow_sum)
     assert results.count("claimed") == 3
     assert results.count("conflict") == 21
     assert len(allocations(engine)) == 3
@@ -306,3 +307,71 @@ def test_concurrent_duplicate_claims_make_one_allocation(engine, conf):
     assert len({c.allocation_id for c in got}) == 1
     assert sum(not c.existing for c in got) == 1
     assert len(allocations(engine)) == 1
+
+
+def _dropped(statement: str) -> sa_exc.OperationalError:
+    return sa_exc.OperationalError(statement, {}, _Orig("server closed the "
+                                                        "connection"),
+                                   connection_invalidated=True)
+
+
+def test_claims_engine_does_not_pre_ping(conf, store):
+    assert store.engine.pool._pre_ping is False
+    assert db_api.get_engine(conf).pool._pre_ping is True
+
+
+def test_dropped_connection_is_retried_once(engine, store, monkeypatch):
+    node = add_node(engine, "a")
+    real = store._claim
+    calls = []
+
+    def dropped_once(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise _dropped("INSERT")
+        return real(*args)
+
+    monkeypatch.setattr(store, "_claim", dropped_once)
+    claim = store.claim(node, new_uuid(), ONE)
+    assert len(calls) == 2
+    assert not claim.existing
+    assert len(allocations(engine)) == 1
+
+
+def test_connection_dropped_twice_propagates(engine, store, monkeypatch):
+    node = add_node(engine, "a")
+    calls = []
+
+    def dropped(*args):
+        calls.append(args)
+        raise _dropped("INSERT")
+
+    monkeypatch.setattr(store, "_claim", dropped)
+    with pytest.raises(sa_exc.OperationalError):
+        store.claim(node, new_uuid(), ONE)
+    assert len(calls) == 2
+    assert allocations(engine) == []
+
+
+def test_claim_committed_before_the_connection_dropped_is_ours(
+        engine, store, monkeypatch):
+    """The reply was lost, not the claim: the retry finds it under this
+    call's allocation id and returns it as made here (so that a failing
+    request releases it), not as one the instance held before."""
+    node = add_node(engine, "a")
+    real = store._claim
+    calls = []
+
+    def committed_then_dropped(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            real(*args)
+            raise _dropped("INSERT")
+        return real(*args)
+
+    monkeypatch.setattr(store, "_claim", committed_then_dropped)
+    claim = store.claim(node, new_uuid(), ONE)
+    assert len(calls) == 2
+    assert not claim.existing
+    assert [row.uuid for row in allocations(engine)] == [
+        claim.allocation_id]

@@ -677,7 +677,7 @@ def test_all_candidates_taken_means_a_new_decision(conf, engine,
     real = mgr.host_manager.host_states
     calls = []
 
-    def host_states():
+    def host_states(now=None):
         calls.append(1)
         return stale if len(calls) == 1 else real()
 
@@ -694,13 +694,35 @@ def test_decision_rounds_are_bounded(conf, engine, monkeypatch):
     mgr = make_manager(conf)
     stale = mgr.host_manager.host_states()
     fill_secretly(engine, node, 2)
-    monkeypatch.setattr(mgr.host_manager, "host_states", lambda: stale)
+    monkeypatch.setattr(mgr.host_manager, "host_states",
+                        lambda now=None: stale)
     with pytest.raises(exception.NoValidHost) as error:
         mgr.select_destinations(spec(), uuids(1))
     assert str(error.value).startswith(
         "1 instance(s) could not be claimed in 3 decision round(s)")
     assert "(last ones: a, a, a)" in str(error.value)
     assert mgr.stats.as_dict()["conflicts"] == 3
+
+
+def test_a_node_found_full_is_skipped_while_the_cache_lags(conf, engine,
+                                                          monkeypatch):
+    """A claim committed late reaches the host cache only at its next
+    overlap-window check; meanwhile the request's next decision leaves
+    out the node its claim found full instead of choosing it again."""
+    conf.set_override("max_attempts", 1, group="filter_scheduler")
+    conf.set_override("weight_classes", ["RAMWeigher"],
+                      group="filter_scheduler")
+    best = add_node(engine, "a", memory_mb=16384)
+    add_node(engine, "b")
+    mgr = make_manager(conf)
+    stale = mgr.host_manager.host_states()
+    fill_secretly(engine, best, 2)
+    monkeypatch.setattr(mgr.host_manager, "host_states",
+                        lambda now=None: stale)
+    result, = mgr.select_destinations(spec(), uuids(1))
+    assert result[0]["host"] == "b"
+    stats = mgr.stats.as_dict()
+    assert (stats["conflicts"], stats["redecisions"]) == (1, 1)
 
 
 def test_concurrent_threads_never_overfill(conf, engine):
