@@ -2,16 +2,19 @@
 migration row, the shared history and two workers ticking together."""
 
 import threading
+from unittest import mock
 
 import pytest
 import sqlalchemy as sa
 from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
+from scheduler.balancer import history as history_mod
 from scheduler.balancer import migrations as migrations_mod
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
+from scheduler.host_manager import HostManager
 from tests.unit.test_balance_planner import claims_by_instance
 from tests.unit.test_balance_planner import planner
 from tests.unit.test_balance_planner import standard_fleet
@@ -90,3 +93,22 @@ def test_two_workers_ticking_together_plan_within_limits(conf):
     assert sorted(m.source_host for m in planned) == ["h0", "h1"]
     assert len({m.dest_host for m in planned}) == 2
     assert len({m.instance_uuid for m in planned}) == 2
+
+
+@pytest.mark.parametrize("db_url", ["postgresql", "mysql"], indirect=True)
+def test_a_report_recorded_by_two_workers_is_kept_once(conf):
+    engine = db_api.get_engine(conf)
+    fleet = standard_fleet(engine, ticks=0)
+    fleet.report()
+    hosts = HostManager(conf).host_states()
+    # Both workers read the history before either wrote: the second
+    # insert meets the unique (node_id, reported_at) and is skipped.
+    stores = [history_mod.SampleStore(conf) for _ in range(2)]
+    with mock.patch.object(history_mod, "_read",
+                           side_effect=lambda connection: {}):
+        histories = [store.record(hosts, 2) for store in stores]
+    with engine.connect() as connection:
+        count = connection.execute(
+            sa.select(sa.func.count()).select_from(SAMPLES)).scalar()
+    assert count == len(hosts) == 10
+    assert [len(h.samples(hosts[0].node_id)) for h in histories] == [1, 1]
