@@ -79,10 +79,9 @@ class BalancePlanner:
         self.host_manager = host_manager or hm.HostManager(conf)
         self.policies = policies or cluster_policy.load_policies(conf)
         self.on_planned = on_planned
-        self.max_incoming = max_incoming or conf.migration.\
-            max_incoming_per_host
-        self.max_outgoing = max_outgoing or conf.migration.\
-            max_outgoing_per_host
+        limits = conf.migration
+        self.max_incoming = max_incoming or limits.max_incoming_per_host
+        self.max_outgoing = max_outgoing or limits.max_outgoing_per_host
         self.clock = clock
         self.claims = claims_mod.Claims(conf)
         self.migrations = migrations_mod.MigrationStore(conf)
