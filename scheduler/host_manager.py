@@ -338,8 +338,8 @@ def _fetch(connection: sa.Connection, query: sa.Select,
 # costs more than running it on a small result.
 _ALL_KEYS = _select(_NODES, _KeyRow)
 _KEYS_SINCE = _ALL_KEYS.where(_NODES.c.changed_at >= sa.bindparam("since"))
-_NODES_SINCE = _select(_NODES, _NodeRow).where(
-    _NODES.c.changed_at >= sa.bindparam("since"))
+_NODES_AFTER = _select(_NODES, _NodeRow).where(
+    _NODES.c.changed_at > sa.bindparam("after"))
 _NODES_BY_ID = _select(_NODES, _NodeRow).where(
     _NODES.c.id.in_(sa.bindparam("ids", expanding=True)))
 _ALLOCATIONS_BY_NODE = _select(_ALLOCATIONS, _AllocationRow).where(
@@ -348,7 +348,7 @@ _WINDOW_PROBE = sa.select(
     sa.func.count(),
     sa.func.coalesce(sa.func.sum(_NODES.c.generation), 0)).where(
     _NODES.c.changed_at >= sa.bindparam("since"),
-    _NODES.c.changed_at < sa.bindparam("until"))
+    _NODES.c.changed_at <= sa.bindparam("until"))
 
 
 # Ids per IN list: far below the bound-parameter limit of every backend
@@ -371,6 +371,9 @@ class _Decoded:
 class _Entry:
     state: HostState
     decoded: _Decoded
+    #: What the state was built from, to tell on a full load whether
+    #: anything changed.
+    source: tuple
 
 
 @dataclasses.dataclass
@@ -691,7 +694,6 @@ class HostManager:
         entries, decoded = self._build_entries(rows, allocations, ratios,
                                                reuse=True)
         return _Changes(
-            # The entries replace the cache: what is not in them is gone.
             full=True, entries=entries, gone=set(),
             newest=max((row.changed_at for row in rows), default=None),
             rows_read=len(rows), rows_fetched=len(rows),
@@ -705,11 +707,11 @@ class HostManager:
             newer: list[_NodeRow] = []
             keys = _fetch(connection, _ALL_KEYS, _KeyRow)
         else:
-            # Rows stamped since the watermark are read whole at once:
-            # they are few, and most of them changed. >=: a writer may
-            # stamp a change with the watermark's own time.
-            newer = _fetch(connection, _NODES_SINCE, _NodeRow,
-                           since=watermark)
+            # Rows stamped after the watermark are read whole at once:
+            # they are few, and they changed. One stamped with the
+            # watermark's own time is a late change, for _late_keys().
+            newer = _fetch(connection, _NODES_AFTER, _NodeRow,
+                           after=watermark)
             keys = [_KeyRow(row.id, row.changed_at, row.generation)
                     for row in newer]
             keys.extend(self._late_keys(connection, now, overlap,
@@ -740,11 +742,11 @@ class HostManager:
 
     def _late_keys(self, connection: sa.Connection, now: float,
                    overlap: int, seen: set[int]) -> list[_KeyRow]:
-        """The change keys of the overlap window before the watermark
+        """The change keys of the overlap window up to the watermark
         (changes committed late, or by a writer whose clock lags), but
         only when that window's row count or generation sum differs from
         the cache's, and at most once per ``_WINDOW_CHECK_INTERVAL``
-        seconds. ``seen``: the rows already read, stamped since the
+        seconds. ``seen``: the rows already read, stamped after the
         watermark.
 
         Every writer bumps ``generation``, so a late change moves the
@@ -774,13 +776,13 @@ class HostManager:
                             until: datetime.datetime,
                             moved: set[int]) -> tuple[int, int]:
         """(rows, sum of generations) the database should hold from
-        ``since`` until before ``until`` if nothing was committed late:
+        ``since`` to ``until`` (both included) if nothing was committed late:
         the cached hosts changed then, but for those whose change since
         was seen (``moved``: their ids)."""
         table = self._table
         changed = table.column("changed_at", float,
                                lambda host: epoch(host.changed_at))
-        inside = (changed >= epoch(since)) & (changed < epoch(until))
+        inside = (changed >= epoch(since)) & (changed <= epoch(until))
         generations = table.attribute("generation", np.int64)
         count, total = int(inside.sum()), int(generations[inside].sum())
         for node_id in moved:
@@ -803,46 +805,56 @@ class HostManager:
         entries = {}
         decoded_rows = 0
         for row in rows:
-            decoded = self._reusable(row) if reuse else None
+            claims = by_node.get(row.id, ())
+            source = (row, tuple(claims), ratios)
+            old = self._entries.get(row.id) if reuse else None
+            if old is not None and old.source == source:
+                # Unchanged: the same object, so that the host table
+                # keeps its columns.
+                entries[row.id] = old
+                continue
+            decoded = self._reusable(old, row)
             if decoded is None:
                 decoded = _decode(row)
                 decoded_rows += 1
             entries[row.id] = _Entry(
-                _build(row, by_node.get(row.id, ()), decoded, ratios),
-                decoded)
+                _build(row, claims, decoded, ratios), decoded, source)
         return entries, decoded_rows
 
-    def _reusable(self, row: _NodeRow) -> _Decoded | None:
-        """The cached decoding of an unchanged row, on a full load.
+    @staticmethod
+    def _reusable(entry: _Entry | None, row: _NodeRow) -> _Decoded | None:
+        """The cached decoding of a row whose JSON columns did not
+        change, on a full load.
 
-        The text is compared too: a full load is the safety net for a
-        writer that changed a row without moving its key.
+        The text is compared, not the change key: a full load is the
+        safety net for a writer that changed a row without moving its
+        key.
         """
-        entry = self._entries.get(row.id)
-        if (entry is None or entry.state.changed_at != row.changed_at
-                or entry.state.generation != row.generation
-                or entry.decoded.text != (row.metrics, row.cpu_info,
-                                          row.networks)):
+        if entry is None or entry.decoded.text != (row.metrics, row.cpu_info,
+                                                   row.networks):
             return None
         return entry.decoded
 
     def _apply(self, changes: _Changes) -> None:
-        reorder = changes.full
+        # A full load's entries are the whole table: what is not in them
+        # is gone.
+        gone = (self._entries.keys() - changes.entries.keys()
+                if changes.full else changes.gone)
+        reorder = False
         replaced: dict[int, HostState] = {}
-        if changes.full:
-            self._entries = changes.entries
-        else:
-            for node_id, entry in changes.entries.items():
-                old = self._entries.get(node_id)
-                self._entries[node_id] = entry
-                if old is None or (_order_key(old.state)
-                                   != _order_key(entry.state)):
-                    reorder = True
-                elif not reorder:
-                    replaced[self._position[node_id]] = entry.state
-            for node_id in changes.gone:
-                if self._entries.pop(node_id, None) is not None:
-                    reorder = True
+        for node_id, entry in changes.entries.items():
+            old = self._entries.get(node_id)
+            if old is entry:
+                continue
+            self._entries[node_id] = entry
+            if old is None or (_order_key(old.state)
+                               != _order_key(entry.state)):
+                reorder = True
+            elif not reorder:
+                replaced[self._position[node_id]] = entry.state
+        for node_id in gone:
+            if self._entries.pop(node_id, None) is not None:
+                reorder = True
         if reorder:
             self._ordered = sorted((entry.state for entry
                                     in self._entries.values()),
