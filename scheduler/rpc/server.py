@@ -9,8 +9,9 @@ this service's log. No exception escapes into oslo.messaging as anything
 else, so a bug in one request never takes the server down and never leaks
 an arbitrary class to API nodes.
 
-``SchedulerRPCService`` owns the transports, the notifier and the RPC server
-of one process; ``SchedulerWorker`` is that process as an oslo.service
+``SchedulerRPCService`` owns the transports, the notifier (sending from a
+background thread: ``scheduler.rpc.notifications``) and the RPC server of
+one process; ``SchedulerWorker`` is that process as an oslo.service
 service, and ``run_workers`` forks several of them.
 """
 
@@ -23,7 +24,6 @@ from typing import Protocol
 
 import oslo_messaging
 from oslo_config import cfg
-from oslo_context import context as oslo_context
 from oslo_log import log as logging
 from oslo_service import service as oslo_service
 
@@ -31,6 +31,7 @@ from scheduler import exception
 from scheduler import rpc
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
+from scheduler.rpc import notifications
 
 LOG = logging.getLogger(__name__)
 
@@ -42,6 +43,12 @@ _short_repr = reprlib.Repr()
 _short_repr.maxstring = _short_repr.maxother = 40
 _short_repr.maxlist = _short_repr.maxtuple = _short_repr.maxdict = 3
 _short_repr.maxlevel = 2
+
+
+class Notifier(Protocol):
+    """What the endpoint needs of ``notifications.BackgroundNotifier``."""
+
+    def info(self, ctxt: dict, event_type: str, payload: dict) -> None: ...
 
 
 class Manager(Protocol):
@@ -105,7 +112,7 @@ class SchedulerEndpoint:
     target = oslo_messaging.Target(version=rpc.RPC_API_VERSION)
 
     def __init__(self, manager: Manager, host: str,
-                 notifier: oslo_messaging.Notifier | None = None):
+                 notifier: Notifier | None = None):
         self.manager = manager
         self.host = host
         self.notifier = notifier
@@ -169,13 +176,8 @@ class SchedulerEndpoint:
     def _notify(self, ctxt: dict, event_type: str, payload: dict) -> None:
         if self.notifier is None:
             return
-        # The notifier drops a plain dict context (it can only redact
-        # secrets from a RequestContext); this one keeps the request id.
-        context = oslo_context.RequestContext.from_dict(
-            ctxt if isinstance(ctxt, dict) else {}, overwrite=False)
-        # oslo.messaging logs and swallows send failures itself; a failing
-        # notification bus must not fail scheduling.
-        self.notifier.info(context, event_type, payload)
+        # Queued: sent after the reply, whatever state the bus is in.
+        self.notifier.info(ctxt, event_type, payload)
 
     def _guard(self, method: str, ctxt: dict, func: Callable[..., Any],
                *args: object) -> Any:
@@ -249,7 +251,8 @@ class SchedulerRPCService:
                 oslo_messaging.get_notification_transport(conf))
             self._owned.append(notification_transport)
         self.transport = transport
-        self.notifier = create_notifier(conf, notification_transport)
+        self.notifier = notifications.BackgroundNotifier(
+            create_notifier(conf, notification_transport))
         self.endpoint = SchedulerEndpoint(manager, conf.host, self.notifier)
         self.target = oslo_messaging.Target(topic=conf.scheduler_topic,
                                             server=conf.host)
@@ -301,6 +304,7 @@ class SchedulerRPCService:
     def _stop_server(self) -> None:
         self.server.stop()
         self.server.wait()
+        self.notifier.stop()
         for transport in self._owned:
             transport.cleanup()
 

@@ -21,6 +21,7 @@ from scheduler import rpc
 from scheduler.cmd import service as service_cmd
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import locks
+from scheduler.rpc import notifications as rpc_notifications
 from scheduler.rpc import rpcapi
 from scheduler.rpc import server
 
@@ -372,6 +373,93 @@ def test_no_notification_for_a_malformed_call(api, notifications):
     api.select_destinations(SPEC)
     # The first notification is the valid call's.
     assert _next(notifications)[3]["request_spec"] == SPEC
+
+
+class _SlowNotifier:
+    """An oslo Notifier stand-in: each send waits for ``release``; the
+    next ``failures`` sends fail the way oslo.messaging's drivers do, by
+    logging the error with its traceback."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str | None]] = []
+        self.sending = threading.Event()
+        self.release = threading.Event()
+        self.failures = 0
+
+    def info(self, ctxt, event_type, payload):
+        self.sending.set()
+        assert self.release.wait(10), "the caller was kept waiting"
+        if self.failures:
+            self.failures -= 1
+            try:
+                raise ConnectionRefusedError("broker unreachable")
+            except ConnectionRefusedError:
+                logging.getLogger("oslo_messaging.notify.messaging"
+                                  ).exception("Could not send notification")
+            return
+        self.sent.append((event_type, ctxt.request_id))
+
+
+def test_notifications_leave_in_order_after_the_caller_returned():
+    slow = _SlowNotifier()
+    sender = rpc_notifications.BackgroundNotifier(slow)
+    for index in range(3):
+        # Returns although the first send waits for the release below.
+        sender.info({"request_id": f"req-{index}"}, f"event.{index}", {})
+    slow.release.set()
+    sender.stop()
+    assert slow.sent == [("event.0", "req-0"), ("event.1", "req-1"),
+                         ("event.2", "req-2")]
+    assert (sender.stats.sent, sender.stats.dropped) == (3, 0)
+
+
+def test_a_full_queue_drops_and_counts():
+    slow = _SlowNotifier()
+    sender = rpc_notifications.BackgroundNotifier(slow, queue_size=2)
+    sender.info({}, "event.0", {})
+    assert slow.sending.wait(10)  # event.0 left the queue
+    for index in range(1, 5):
+        sender.info({}, f"event.{index}", {})
+    slow.release.set()
+    sender.stop()
+    assert [event for event, _ in slow.sent] == ["event.0", "event.1",
+                                                 "event.2"]
+    assert (sender.stats.sent, sender.stats.dropped,
+            sender.stats.outages) == (3, 2, 1)
+
+
+def test_a_broker_outage_is_two_lines_not_a_traceback_per_notification(
+        caplog):
+    slow = _SlowNotifier()
+    slow.release.set()
+    slow.failures = 5
+    sender = rpc_notifications.BackgroundNotifier(slow)
+    caplog.set_level(logging.INFO)
+    for index in range(5):
+        sender.info({}, f"lost.{index}", {})
+    sender.info({}, "after", {})
+    sender.stop()
+    records = [(r.name, r.levelname, r.getMessage()) for r in caplog.records
+               if r.name.startswith(("oslo_messaging", "scheduler.rpc"))]
+    assert records == [
+        ("scheduler.rpc.notifications", "WARNING", "Dropping notifications "
+         "until they can be sent again: ConnectionRefusedError: broker "
+         "unreachable"),
+        ("scheduler.rpc.notifications", "INFO", "Notifications are sent "
+         "again (5 dropped since this service started)")]
+    assert [event for event, _ in slow.sent] == ["after"]
+    assert (sender.stats.sent, sender.stats.dropped,
+            sender.stats.outages) == (1, 5, 1)
+
+
+def test_records_of_other_threads_are_left_alone(caplog):
+    sender = rpc_notifications.BackgroundNotifier(_SlowNotifier())
+    sender.info({}, "started", {})
+    logging.getLogger("oslo_messaging.notify.messaging").error("elsewhere")
+    sender.notifier.release.set()
+    sender.stop()
+    assert [r.getMessage() for r in caplog.records
+            if r.name == "oslo_messaging.notify.messaging"] == ["elsewhere"]
 
 
 def test_notifications_can_be_disabled(conf):
