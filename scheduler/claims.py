@@ -42,6 +42,7 @@ allocation id and returns it as made by this call.
 
 import contextlib
 import dataclasses
+import threading
 import uuid
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -509,3 +510,88 @@ class Claims:
                 connection.rollback()
                 return False
         return True
+
+
+class DeferredReleases:
+    """Claims a failed request could not undo (the database was
+    unreachable), released by a background thread that retries every
+    ``interval`` seconds, doubling up to ``max_interval``, until the
+    database takes each release; so that nothing half-claimed remains
+    once the database is back.
+
+    ``cancel`` takes a claim back, for a retried request of the same
+    instance that is answered with it meanwhile.
+    """
+
+    def __init__(self, store: Claims, interval: float = 0.5,
+                 max_interval: float = 10.0):
+        self.store = store
+        self.interval = interval
+        self.max_interval = max_interval
+        self._pending: dict[str, Claim] = {}
+        self._changed = threading.Condition()
+        # Held while a release runs, so that cancel() waits for it.
+        self._releasing = threading.Lock()
+        self._thread: threading.Thread | None = None
+        #: Claims released by the background thread.
+        self.released = 0
+
+    def add(self, claim: Claim) -> None:
+        with self._changed:
+            self._pending[claim.allocation_id] = claim
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, daemon=True, name="claim-releases")
+                self._thread.start()
+            self._changed.notify_all()
+
+    def cancel(self, allocation_id: str) -> bool:
+        """Keep that claim after all; False when it was not pending (or
+        was released while this call waited)."""
+        with self._releasing, self._changed:
+            return self._pending.pop(allocation_id, None) is not None
+
+    def pending(self) -> list[Claim]:
+        with self._changed:
+            return list(self._pending.values())
+
+    def wait_until_done(self, timeout: float) -> bool:
+        """True once nothing is pending (tests, shutdown)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._pending,
+                                          timeout)
+
+    def _still_pending(self, claim: Claim) -> bool:
+        with self._changed:
+            return claim.allocation_id in self._pending
+
+    def _run(self) -> None:
+        delay = self.interval
+        while True:
+            with self._changed:
+                if not self._pending:
+                    self._thread = None
+                    return
+                claim = next(iter(self._pending.values()))
+            try:
+                with self._releasing:
+                    if not self._still_pending(claim):
+                        continue
+                    self.store.release_allocation(claim.allocation_id)
+            except Exception as e:
+                LOG.debug("Release of claim %s still failing (%s); next "
+                          "try in %g s", claim.allocation_id,
+                          db_api.one_line(e), delay)
+                with self._changed:
+                    self._changed.wait(delay)
+                delay = min(delay * 2, self.max_interval)
+                continue
+            delay = self.interval
+            with self._changed:
+                if self._pending.pop(claim.allocation_id, None) is not None:
+                    self.released += 1
+                    LOG.info("Released claim %s of instance %s on %s, left "
+                             "by a request that failed on a database "
+                             "error", claim.allocation_id,
+                             claim.instance_uuid, claim.host)
+                self._changed.notify_all()

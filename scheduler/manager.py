@@ -27,7 +27,9 @@ database so that concurrent schedulers never double-book a host.
    lookup after which the instances still without a claim are placed
    again. The common path thus pays no lookup.
 5. If an instance fits nowhere, the claims this call made are released
-   before NoValidHost is raised; with ``[scheduler]
+   before NoValidHost is raised (a release the database refuses is
+   retried in the background until it succeeds:
+   ``claims.DeferredReleases``); with ``[scheduler]
    pending_retry_timeout`` and pending claims in the cluster, the whole
    request is first retried until the timeout.
 """
@@ -614,6 +616,7 @@ class SchedulerManager:
         self.scheduler = scheduler or filter_scheduler.FilterScheduler(conf)
         self.host_manager = self.scheduler.host_manager
         self.claims = claims.Claims(conf)
+        self.deferred_releases = claims.DeferredReleases(self.claims)
         self.stats = ManagerStats()
 
     # select_destinations
@@ -753,6 +756,7 @@ class SchedulerManager:
         False when there are none."""
         held = self.claims.find([u for u in uuids if u not in entries])
         for instance, claim in held.items():
+            self.deferred_releases.cancel(claim.allocation_id)
             entries[instance] = [_claim_entry(claim, None)]
         self.stats.add(idempotent=len(held))
         return bool(held)
@@ -843,6 +847,7 @@ class SchedulerManager:
                 LOG.debug("%s; trying the next candidate", e)
                 continue
             if claim.existing:
+                self.deferred_releases.cancel(claim.allocation_id)
                 self.stats.add(idempotent=1)
             else:
                 made.append(claim)
@@ -862,10 +867,11 @@ class SchedulerManager:
             except Exception as e:
                 # Whatever failed, the remaining claims are still undone.
                 LOG.error("Could not release claim %s of instance %s on "
-                          "%s after a failed request (%s); it stays until "
-                          "released", claim.allocation_id,
+                          "%s after a failed request (%s); retrying in the "
+                          "background", claim.allocation_id,
                           claim.instance_uuid, claim.host,
                           db_api.one_line(e))
+                self.deferred_releases.add(claim)
             else:
                 self.stats.add(rolled_back=1)
 

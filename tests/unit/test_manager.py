@@ -952,13 +952,15 @@ def test_scheduler_options_and_defaults(conf):
     assert (opts.workers, opts.cluster_lock, opts.lock_acquire_timeout,
             opts.lock_hold_timeout, opts.pending_retry_timeout,
             opts.max_claim_rounds) == (1, False, 30.0, 60.0, 0.0, 10)
-    listed = {group.name if hasattr(group, "name") else group:
-              [opt.name for opt in group_opts]
-              for group, group_opts in scheduler_opts.list_opts()}
-    assert listed["scheduler"] == [
-        "workers", "max_claim_rounds", "cluster_lock",
-        "lock_acquire_timeout", "lock_hold_timeout",
-        "pending_retry_timeout"]
+    # The group is listed in parts (the cluster policy options are
+    # another); the service's own come in this order.
+    listed = [opt.name for group, group_opts in scheduler_opts.list_opts()
+              if getattr(group, "name", group) == "scheduler"
+              for opt in group_opts]
+    service_opts = ["workers", "max_claim_rounds", "cluster_lock",
+                    "lock_acquire_timeout", "lock_hold_timeout",
+                    "pending_retry_timeout"]
+    assert [name for name in listed if name in service_opts] == service_opts
     for opt in scheduler_conf.scheduler.scheduler_opts:
         assert opt.help
 
@@ -969,3 +971,59 @@ def test_scheduler_options_and_defaults(conf):
 def test_scheduler_options_are_bounded(conf, name, value):
     with pytest.raises(ValueError):
         conf.set_override(name, value, group="scheduler")
+
+
+# Releases deferred while the database is unreachable
+
+
+def test_rollback_the_database_refused_is_retried_until_done(
+        mgr, engine, monkeypatch):
+    """The database goes away mid-request: the claims already made cannot
+    be undone then, and are released in the background once it is back,
+    so that nothing half-claimed remains."""
+    add_node(engine, "a", vcpus=4)
+    real_claim = claims.Claims.claim
+    real_release = claims.Claims.release_allocation
+    database_up = threading.Event()
+    count = []
+
+    def claim(self, *args, **kwargs):
+        count.append(1)
+        if len(count) == 3:
+            raise sa_exc.OperationalError("INSERT", {}, Exception(
+                "server closed the connection unexpectedly"))
+        return real_claim(self, *args, **kwargs)
+
+    def release_allocation(self, allocation_id):
+        if not database_up.is_set():
+            raise sa_exc.OperationalError("DELETE", {}, Exception(
+                "connection refused"))
+        return real_release(self, allocation_id)
+
+    monkeypatch.setattr(claims.Claims, "claim", claim)
+    monkeypatch.setattr(claims.Claims, "release_allocation",
+                        release_allocation)
+    mgr.deferred_releases.interval = 0.01
+    with pytest.raises(claims.DatabaseError):
+        mgr.select_destinations(spec(num_instances=3), uuids(3))
+    assert len(mgr.deferred_releases.pending()) == 2
+    assert len(allocations(engine)) == 2
+    database_up.set()
+    assert mgr.deferred_releases.wait_until_done(10)
+    assert allocations(engine) == []
+    assert mgr.deferred_releases.released == 2
+
+
+def test_a_claim_handed_back_by_a_retry_is_not_released(mgr, engine):
+    add_node(engine, "a", vcpus=4)
+    instance = uuids(1)
+    held = mgr.select_destinations(spec(), instance)[0][0]
+    # As if a failed request had left it, its release still pending; the
+    # thread that would release it is not started.
+    mgr.deferred_releases._pending[held["allocation_id"]] = claims.Claim(
+        held["allocation_id"], instance[0], 0, held["uuid"], held["host"],
+        held["nodename"], 1, 512, 1)
+    again = mgr.select_destinations(spec(), instance)[0][0]
+    assert again["allocation_id"] == held["allocation_id"]
+    assert mgr.deferred_releases.pending() == []
+    assert len(allocations(engine)) == 1
