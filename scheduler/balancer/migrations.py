@@ -83,6 +83,14 @@ class MigrationStore:
             return [PlannedMigration(*row)
                     for row in connection.execute(query).all()]
 
+    def last_planned(self, cluster: str | None) -> datetime.datetime | None:
+        """When the newest migration of ``cluster`` was planned."""
+        query = sa.select(sa.func.max(_MIGRATIONS.c.created_at)).where(
+            _MIGRATIONS.c.cluster.is_(None) if cluster is None
+            else _MIGRATIONS.c.cluster == cluster)
+        with self.engine.connect() as connection:
+            return connection.execute(query).scalar()
+
     def add(self, migration: PlannedMigration) -> None:
         values = dataclasses.asdict(migration)
         del values["vcpus"]

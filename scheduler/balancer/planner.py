@@ -88,10 +88,15 @@ class BalancePlanner:
         self.samples = history_mod.SampleStore(conf)
         self._schedulers: dict[str, filter_scheduler.FilterScheduler] = {}
 
-    def balance(self, cluster: str | None = None,
-                dry_run: bool = False) -> list[PlannedMigration]:
+    def balance(self, cluster: str | None = None, dry_run: bool = False,
+                spacing: float = 0.0) -> list[PlannedMigration]:
         """Plan at most one migration in ``cluster`` (None: in every
         cluster that has hosts) and return those planned.
+
+        ``spacing`` (seconds) skips a cluster where a migration was
+        planned less than that long ago, by any worker: how the periodic
+        task of several workers keeps to one migration per cluster and
+        interval.
 
         ``on_planned`` gets each migration's ``as_dict()`` once its claim
         and row are made; a dry run calls it for none. The history is
@@ -114,7 +119,7 @@ class BalancePlanner:
             try:
                 migration = self._balance_cluster(
                     name, policy, by_cluster.get(name, []), history,
-                    dry_run)
+                    dry_run, spacing)
             except Exception as e:  # one cluster never stops the others
                 LOG.error("Balancing cluster %s (policy %s) failed: %s: "
                           "%s", name, policy.name, type(e).__name__,
@@ -136,7 +141,8 @@ class BalancePlanner:
                          policy: cluster_policy.ClusterPolicy,
                          hosts: Sequence[hm.HostState],
                          history: history_mod.UtilizationHistory,
-                         dry_run: bool) -> PlannedMigration | None:
+                         dry_run: bool,
+                         spacing: float) -> PlannedMigration | None:
         if not hosts:
             return None
         balancer = base.balancer_class(policy.balancer)(
@@ -146,6 +152,8 @@ class BalancePlanner:
         with locks.database_lock(db_api.get_engine(self.conf),
                                  f"balance:{cluster or '-'}",
                                  self.conf.scheduler.lock_acquire_timeout):
+            if spacing and self._planned_within(cluster, spacing):
+                return None
             loads = self._loads(hosts, self.migrations.active())
             proposals = balancer.propose(loads, history)
             for proposal in itertools.islice(proposals, _MAX_PROPOSALS):
@@ -153,6 +161,11 @@ class BalancePlanner:
                 if migration is not None:
                     return migration
         return None
+
+    def _planned_within(self, cluster: str | None, seconds: float) -> bool:
+        last = self.migrations.last_planned(cluster)
+        return last is not None and last > hm.seconds_before(self.clock(),
+                                                             seconds)
 
     def _loads(self, hosts: Sequence[hm.HostState],
                active: Iterable[PlannedMigration]) -> list[base.HostLoad]:

@@ -29,6 +29,7 @@ from scheduler import host_manager as hm
 from scheduler.balancer import history as history_mod
 from scheduler.balancer import migrations as migrations_mod
 from scheduler.balancer import planner as planner_mod
+from scheduler.balancer.task import PeriodicBalancer
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
@@ -390,3 +391,48 @@ def test_history_samples_follow_the_metric_timestamp():
     assert history_mod.window_start(samples, 1) == 1
     assert history_mod.window_start(samples, 3) is None
     assert history_mod.window_start([], 1) is None
+
+
+def test_spacing_keeps_one_migration_per_cluster_and_interval(conf,
+                                                              engine):
+    fleet = standard_fleet(engine, ticks=4)
+    plan = planner(conf, fleet, "evenly_distributed")
+    for fleet.minute in range(3):
+        fleet.report()
+        plan.balance(dry_run=True)
+    first, = plan.balance(spacing=300)
+    # Another worker's tick a moment later: the cluster had its share.
+    assert plan.balance(spacing=300) == []
+    second, = plan.balance()
+    assert second.uuid != first.uuid
+
+
+def test_periodic_tick_survives_a_failing_planner(conf, caplog):
+    class Broken:
+        def balance(self, spacing):
+            raise RuntimeError("database away\nsecond line")
+
+    task = PeriodicBalancer(conf, Broken())
+    assert task.tick() == []
+    record, = caplog.records
+    assert record.getMessage() == ("Balancing tick failed: RuntimeError: "
+                                   "database away second line")
+
+
+def test_periodic_balancing_off_with_interval_zero(conf):
+    conf.set_override("interval", 0, group="balancer")
+    task = PeriodicBalancer(conf, planner_mod.BalancePlanner(conf))
+    assert task.start() is False
+    task.stop()
+
+
+def test_periodic_tick_reports_what_it_planned(conf, engine):
+    fleet = standard_fleet(engine, ticks=4)
+    plan = planner(conf, fleet, "evenly_distributed")
+    for fleet.minute in range(3):
+        fleet.report()
+        plan.balance(dry_run=True)
+    conf.set_override("interval", 60, group="balancer")
+    planned, = PeriodicBalancer(conf, plan).tick()
+    assert planned["state"] == "planned"
+    assert planned["cluster"] in ("c1", "c2")
