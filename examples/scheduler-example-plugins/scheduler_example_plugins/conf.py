@@ -1,0 +1,29 @@
+"""The ``[example_plugins]`` options.
+
+Each plugin registers them on the configuration it is constructed with,
+so they exist only where a plugin of this package is enabled;
+``list_opts`` lets ``oslo-config-generator`` document them.
+"""
+
+from oslo_config import cfg
+
+GROUP = "example_plugins"
+
+OPTS = [
+    cfg.FloatOpt("max_load_per_vcpu", default=1.5, min=0.0,
+                 help="MaxLoadFilter removes hosts whose 1-minute load "
+                      "average divided by their vCPUs is above this."),
+    cfg.FloatOpt("load_weight_multiplier", default=-1.0,
+                 help="Multiplier of LoadAverageWeigher, which weighs the "
+                      "1-minute load average per vCPU: negative prefers "
+                      "idle hosts, positive busy ones."),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register the options (again is harmless: same option objects)."""
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    return [(GROUP, OPTS)]

@@ -1,0 +1,48 @@
+"""MaxLoadFilter: remove hosts whose load average per vCPU is too high."""
+
+import numpy as np
+from oslo_config import cfg
+
+from scheduler.filters import BaseHostFilter
+from scheduler.filters import Rejection
+from scheduler.host_manager import HostState
+from scheduler.host_manager import metrics_window
+from scheduler.host_table import HostTable
+from scheduler.host_table import fresh_metric
+from scheduler.request_spec import RequestSpec
+from scheduler_example_plugins import LOAD_1M
+from scheduler_example_plugins import conf as plugin_conf
+
+
+class MaxLoadFilter(BaseHostFilter):
+    """Rejects hosts whose ``loadavg.1m`` divided by their vCPUs is above
+    ``[example_plugins] max_load_per_vcpu``.
+
+    A host without a fresh ``loadavg.1m`` (``[metrics] max_age``) passes:
+    the filter removes only hosts known to be overloaded, so that nodes
+    not running the ``loadavg`` monitor yet can still be scheduled on.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts):
+        super().__init__(conf)
+        plugin_conf.register_opts(conf)
+        # Read here, when the scheduler loads its plugins at start-up, so
+        # that a bad value stops start-up instead of failing requests.
+        self.limit = conf.example_plugins.max_load_per_vcpu
+
+    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
+        cutoff = metrics_window(spec, self.conf).cutoff
+        load = host.metric_since(LOAD_1M, cutoff)
+        if load is None or load <= self.limit * host.vcpus:
+            return None
+        # The reason is the same for every host (the NoValidHost
+        # histogram counts hosts by reason); the detail is this host's.
+        return Rejection(f"{LOAD_1M} per vCPU above {self.limit:g}",
+                         f"{LOAD_1M} {load:.2f} on {host.vcpus} vCPUs")
+
+    def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
+        cutoff = metrics_window(spec, self.conf).cutoff
+        load = fresh_metric(table, LOAD_1M, cutoff)
+        # NaN (no fresh report) compares False: such hosts pass, as in
+        # reject().
+        return ~(load > self.limit * table.attribute("vcpus"))

@@ -1,0 +1,203 @@
+"""The example plugin package of docs/plugin-guide.md, built and installed
+as a plugin author would, and run by the real programs.
+
+The package is built with the build tools of the interpreter running the
+tests (no build isolation: nothing is downloaded) and installed with
+``pip install --target`` into a directory of its own, which the programs
+get on ``PYTHONPATH``: stevedore finds its entry points there exactly as
+in a site-packages, and the environment running the tests is left as it
+was.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler.db import migration
+from scheduler.db import models
+from tests.functional.conftest import in_ci
+from tests.functional.test_manage_cli import _node
+
+EXAMPLE = (Path(__file__).resolve().parents[2] / "examples"
+           / "scheduler-example-plugins")
+_BUILD_TIMEOUT = 120
+
+# What a one-shot `scheduler-manage balance --dry-run` would do: one
+# balancing tick that claims and records nothing.
+_DRY_RUN_TICK = """
+import json, sys
+from scheduler import conf
+from scheduler.balancer.planner import BalancePlanner
+conf.CONF(["--config-file", sys.argv[1]], project="scheduler")
+planned = BalancePlanner(conf.CONF).balance(dry_run=True)
+print(json.dumps([migration.as_dict() for migration in planned]))
+"""
+
+
+def _can_build_offline() -> bool:
+    # setuptools builds wheels by itself from 70.1 on; before, it needs
+    # the wheel package.
+    return (importlib.util.find_spec("setuptools") is not None
+            and (importlib.util.find_spec("setuptools.command.bdist_wheel")
+                 is not None
+                 or importlib.util.find_spec("wheel") is not None))
+
+
+@pytest.fixture(scope="module")
+def plugin_env(tmp_path_factory) -> dict[str, str]:
+    """Environment variables under which the programs see the installed
+    example package."""
+    if not _can_build_offline():
+        message = ("building the example plugins offline needs setuptools "
+                   ">= 70.1, or setuptools and wheel, in the test "
+                   "interpreter (tox -e functional has them)")
+        if in_ci():
+            pytest.fail(f"CI=true: {message}", pytrace=False)
+        pytest.skip(message)
+    work = tmp_path_factory.mktemp("example-plugins")
+    # A copy: pip builds a local directory in place, and build/ and
+    # *.egg-info must not appear in the repository.
+    source = shutil.copytree(EXAMPLE, work / "source")
+    site = work / "site"
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps",
+         "--no-build-isolation", "--no-index", "--disable-pip-version-check",
+         "--target", str(site), str(source)],
+        capture_output=True, text=True, timeout=_BUILD_TIMEOUT,
+        stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert list(site.glob("scheduler_example_plugins-*.dist-info"))
+    path = os.pathsep.join(filter(None, [str(site),
+                                         os.environ.get("PYTHONPATH")]))
+    return {"PYTHONPATH": path}
+
+
+def _load(value: float) -> dict:
+    """The metrics of a node reporting a 1-minute load average."""
+    return {"loadavg.1m": value, "cpu.percent": 50.0,
+            "memory.free": 30 * 2**30}
+
+
+@pytest.fixture
+def fleet_url(sqlite_url: str) -> str:
+    """Four 8-vCPU nodes: loaded (2.0 per vCPU, running two instances),
+    busy (0.75), calm (0.125) and quiet (no load average)."""
+    engine = sa.create_engine(sqlite_url, poolclass=sa.pool.NullPool)
+    migration.db_sync(engine)
+    nodes = models.ComputeNode.__table__
+    with engine.begin() as connection:
+        connection.execute(nodes.insert(), [
+            _node("loaded", 32768, _load(16.0)),
+            _node("busy", 32768, _load(6.0)),
+            _node("calm", 32768, _load(1.0)),
+            _node("quiet", 32768, {"cpu.percent": 50.0,
+                                   "memory.free": 30 * 2**30}),
+        ])
+        loaded = connection.execute(sa.select(nodes.c.id).where(
+            nodes.c.host == "loaded")).scalar_one()
+        connection.execute(models.Allocation.__table__.insert(), [
+            {"uuid": f"a{vcpus}", "instance_uuid": f"instance-{vcpus}",
+             "compute_node_id": loaded, "vcpus": vcpus, "memory_mb": 1024,
+             "disk_gb": 10, "created_at": models.utcnow()}
+            for vcpus in (1, 2)])
+    engine.dispose()
+    return sqlite_url
+
+
+def test_compute_monitor_reports_the_load_average(
+        sqlite_url, plugin_env, write_config, run_console_script):
+    config = write_config({
+        "DEFAULT": {"host": "node-1"},
+        "database": {"connection": sqlite_url},
+        "compute_monitor": {"monitors": "cpu,loadavg"},
+    })
+    sync = run_console_script("scheduler-manage", "db", "sync",
+                              config_file=config)
+    assert sync.returncode == 0, sync.stderr
+    result = run_console_script("compute-monitor", "--once",
+                                config_file=config, env=plugin_env)
+    assert result.returncode == 0, result.stderr
+    metrics = {m["name"]: m for m in json.loads(result.stdout)["metrics"]}
+    assert {"cpu.percent", "loadavg.1m", "loadavg.5m",
+            "loadavg.15m"} <= metrics.keys()
+    assert metrics["loadavg.1m"]["value"] >= 0
+    assert metrics["loadavg.1m"]["source"] == "os.getloadavg"
+    assert metrics["loadavg.1m"]["timestamp"].endswith("Z")
+
+
+def test_explain_shows_the_filter_and_the_weigher(
+        fleet_url, plugin_env, write_config, run_console_script):
+    config = write_config({
+        "database": {"connection": fleet_url},
+        "filter_scheduler": {
+            "enabled_filters": "ComputeFilter,RamFilter,MaxLoadFilter",
+            "weight_classes": "RAMWeigher,LoadAverageWeigher"},
+    })
+    result = run_console_script("scheduler-manage", "explain", "--ram",
+                                "1024", "--format", "json",
+                                config_file=config, env=plugin_env)
+    assert result.returncode == 0, result.stderr
+    decision = json.loads(result.stdout)
+    hosts = {host["host"]: host for host in decision["hosts"]}
+    assert hosts["loaded"]["filtered_by"] == "MaxLoadFilter"
+    assert hosts["loaded"]["reason"] == "loadavg.1m per vCPU above 1.5"
+    # No load average: not filtered, weighed as unavailable, last.
+    assert hosts["quiet"]["filtered_by"] is None
+    assert hosts["quiet"]["weights"]["LoadAverageWeigher"]["raw"] is None
+    assert hosts["busy"]["weights"]["LoadAverageWeigher"]["raw"] == 0.75
+    assert hosts["calm"]["weights"]["LoadAverageWeigher"]["raw"] == 0.125
+    assert decision["selected"] == ["calm", "busy", "quiet"]
+
+
+def test_balancer_moves_the_smallest_instance_off_the_loaded_host(
+        fleet_url, plugin_env, write_config):
+    config = write_config({
+        "database": {"connection": fleet_url},
+        "filter_scheduler": {"enabled_filters": "ComputeFilter,RamFilter"},
+        "scheduler": {"default_policy": "by_load"},
+        "policy:by_load": {"balancer": "max_load",
+                           "balancer_parameters": "HighUtilization:80"},
+    })
+    result = subprocess.run(
+        [sys.executable, "-c", _DRY_RUN_TICK, str(config)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        env={**os.environ, **plugin_env})
+    assert result.returncode == 0, result.stderr
+    planned, = json.loads(result.stdout)
+    # loaded is at 200 % of its vCPUs; busy (75 %) would reach 87.5 %
+    # with the instance's vCPU, calm (12.5 %) stays at 25 %.
+    assert (planned["instance_uuid"], planned["source_host"],
+            planned["dest_host"]) == ("instance-1", "loaded", "calm")
+    assert planned["allocation_id"] is None  # a dry run claims nothing
+
+
+@pytest.mark.parametrize("group, option, value, named", [
+    # Read when the filter is loaded: the line names the plugin too.
+    ("example_plugins", "max_load_per_vcpu", "-1", "MaxLoadFilter"),
+    ("policy:by_load", "balancer_parameters", "HighUtilization:120",
+     "[policy:by_load]"),
+])
+def test_bad_plugin_configuration_stops_start_up(
+        fleet_url, plugin_env, write_config, run_console_script,
+        group, option, value, named):
+    sections = {
+        "database": {"connection": fleet_url},
+        "filter_scheduler": {"enabled_filters": "MaxLoadFilter"},
+        "scheduler": {"default_policy": "by_load"},
+        "policy:by_load": {"balancer": "max_load"},
+    }
+    sections.setdefault(group, {})[option] = value
+    result = run_console_script("scheduler-manage", "explain",
+                                config_file=write_config(sections),
+                                env=plugin_env)
+    assert result.returncode == 2
+    line, = result.stderr.strip().splitlines()
+    assert option in line
+    assert named in line
