@@ -70,8 +70,23 @@ class ResourcesThresholdFilter(BaseHostFilter):
             values = fresh_metric(table, resource.metric, window.cutoff)
             # NaN fails every comparison but !=: test for it first.
             ok &= ~np.isnan(values)
-            ok &= resource.satisfied_by(values)
+            ok &= _satisfied(resource, values)
         return ok
+
+
+# The threshold operators that compare whole arrays; the others (=, ==
+# and != use math.isclose) take one number at a time.
+_ELEMENTWISE = frozenset({"<", "<=", ">", ">="})
+
+
+def _satisfied(resource: extra_specs.ResourceSpec,
+               values: np.ndarray) -> np.ndarray:
+    """``resource.satisfied_by()`` of each value."""
+    if resource.op in _ELEMENTWISE:
+        return np.asarray(resource.satisfied_by(values), dtype=bool)
+    return np.fromiter((resource.satisfied_by(value)
+                        for value in values.tolist()),
+                       dtype=bool, count=len(values))
 
 
 def _rejection(host: HostState, resource: extra_specs.ResourceSpec,

@@ -1,0 +1,644 @@
+"""Property tests: the column (NumPy) path of filters, weighers and the
+filter scheduler gives exactly what the per-host path gives.
+
+Every filter with ``passes()`` must agree with its own ``reject()``,
+every weigher with ``raw_column()`` with its own ``raw_weights()`` (NaN
+for None, floats compared with ==), ``normalize_array`` with a plain
+reference of each mode, ``HostTable.replaced()`` with a fresh table, and
+a FilterScheduler using the columns with one whose plugins have none.
+"""
+
+import contextlib
+import datetime
+import math
+import random
+from collections.abc import Iterator
+from unittest import mock
+
+import numpy as np
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+from oslo_config import cfg
+
+import scheduler.conf
+from scheduler import exception
+from scheduler import filter_scheduler
+from scheduler import host_manager as hm
+from scheduler.db import models
+from scheduler.filters import availability_zone_filter
+from scheduler.filters import cluster_filter
+from scheduler.filters import compute_capabilities_filter
+from scheduler.filters.compute_filter import ComputeFilter
+from scheduler.filters.core_filter import CoreFilter
+from scheduler.filters.disk_filter import DiskFilter
+from scheduler.filters.metrics_filter import MetricsFilter
+from scheduler.filters.num_instances_filter import NumInstancesFilter
+from scheduler.filters.ram_filter import RamFilter
+from scheduler.filters.resources_threshold_filter import (
+    ResourcesThresholdFilter,
+)
+from scheduler.host_table import HostTable
+from scheduler.request_spec import RequestSpec
+from scheduler.weights.cpu import CPUWeigher
+from scheduler.weights.disk import DiskWeigher
+from scheduler.weights.metrics import MetricsWeigher
+from scheduler.weights.normalization import normalize
+from scheduler.weights.normalization import normalize_array
+from scheduler.weights.num_instances import NumInstancesWeigher
+from scheduler.weights.ram import RAMWeigher
+from scheduler.weights.resources import ResourcesWeigher
+
+NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
+
+# Derandomised: the same examples on every run.
+PROPERTY = settings(max_examples=100, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow,
+                                           HealthCheck.data_too_large])
+
+COLUMN_FILTERS = (
+    ComputeFilter, RamFilter, CoreFilter, DiskFilter,
+    availability_zone_filter.AvailabilityZoneFilter,
+    cluster_filter.ClusterFilter, NumInstancesFilter, MetricsFilter,
+    ResourcesThresholdFilter,
+    compute_capabilities_filter.ComputeCapabilitiesFilter)
+
+COLUMN_WEIGHERS = (
+    RAMWeigher, CPUWeigher, DiskWeigher, NumInstancesWeigher,
+    MetricsWeigher, ResourcesWeigher)
+
+# Metrics that pending claims adjust, and one they leave alone.
+METRICS = ("cpu.percent", "memory.free", "memory.used", "memory.percent",
+           "memory.total", "network.rx.bps")
+
+SERVICE_DOWN_TIMES = (1, 60, 3600)
+MAX_AGES = (0, 1, 300)
+ZONES = (None, "", "az1", "az2")
+CLUSTERS = (None, "", "c1", "c2")
+# Sizes from a small set, so that "exactly fits" comes up often.
+SIZES = (0, 1, 2, 512, 1024, 2048, 8192)
+RATIOS = (0.0, 0.5, 1.0, 1.5, 16.0)
+WORDS = ("x86_64", "aarch64", "avx", "avx2", "sse4", "Intel", "8", "True",
+         "None", "", "az1", "c1", "net1", "h01")
+
+
+@contextlib.contextmanager
+def configured() -> Iterator[cfg.ConfigOpts]:
+    """A private ConfigOpts; its overrides are dropped on exit (the
+    module-level OptGroups share them with every ConfigOpts)."""
+    conf = cfg.ConfigOpts()
+    scheduler.conf.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    try:
+        yield conf
+    finally:
+        conf.reset()
+
+
+def apply_options(conf: cfg.ConfigOpts, options: dict) -> None:
+    for (group, name), value in options.items():
+        conf.set_override(name, value, group=group)
+
+
+# -- strategies -------------------------------------------------------------
+
+def _before_now(seconds: int, microseconds: int) -> datetime.datetime:
+    return NOW - datetime.timedelta(seconds=seconds,
+                                    microseconds=microseconds)
+
+
+# Heartbeats and metric reports right at the configured limits (exactly
+# that old counts as fresh), a microsecond either side, far off, and in
+# the future.
+moments = st.builds(
+    _before_now,
+    st.sampled_from((0, 1, 59, 60, 61, 299, 300, 301, 3599, 3600, 3601,
+                     -30)) | st.integers(-10, 10**8),
+    st.sampled_from((0, 0, 1, -1)) | st.integers(-10**6, 10**6))
+
+metric_values = (
+    st.sampled_from((0, 0.0, 5.0, 50.0, 85e6, 85e6 * (1 + 1e-13), 1.1e9,
+                     1024.0, 2500.0, 100.0, -1.0, 2.0**33))
+    | st.integers(-10**6, 10**12)
+    | st.floats(-1e12, 1e12, allow_nan=False))
+
+metrics = st.dictionaries(
+    st.sampled_from(METRICS),
+    st.builds(hm.Metric, metric_values, moments, st.just("test")),
+    max_size=4)
+
+scalars = (st.none() | st.booleans() | st.integers(-2, 64)
+           | st.sampled_from((0.0, -0.0, 1.0, 8.0, 2.5))
+           | st.sampled_from(WORDS))
+
+json_values = st.recursive(
+    scalars,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(("cores", "arch", "x", "8")),
+                          children, max_size=3)),
+    max_leaves=6)
+
+# A few dozen shapes, drawn whole: equal values in other types (8, 8.0,
+# "8", True), lists and dicts where scalars are expected, missing and
+# None keys, nesting.
+CPU_INFOS = (
+    {},
+    {"arch": "x86_64", "model": "Intel", "features": ["avx", "avx2"],
+     "topology": {"cores": 8, "sockets": 2, "threads": 2}},
+    {"arch": "x86_64", "model": "Intel", "features": ["avx", "avx2"],
+     "topology": {"cores": 8, "sockets": 2, "threads": 2}},
+    {"arch": "x86_64", "features": ["avx2", "avx"],
+     "topology": {"threads": 2, "cores": 8.0}},
+    {"arch": "aarch64", "features": [], "topology": {"cores": "8"}},
+    {"arch": "aarch64", "features": "avx2 sse4", "topology": {"cores": 4}},
+    {"arch": None, "features": None, "topology": None},
+    {"arch": ["x86_64", "i686"], "features": {"avx": True, "sse4": 1},
+     "topology": {"cores": True}},
+    {"arch": 8, "features": ["avx", ["avx2"], 8], "topology": [8, 4]},
+    {"arch": "", "model": "EPYC", "topology": {"cores": -1, "x": {}}},
+    {"arch": "x86_64", "topology": {"cores": 16, "x": {"cores": 2}}},
+    {"x": {"cores": [2, 2.0, "2"]}, "features": ["sse4"]},
+    {"features": ["avx", "avx2", "sse4"], "topology": {"cores": 0.0}},
+    {"features": ["avx", "avx2", "sse4"], "topology": {"cores": -0.0}},
+    {"arch": "True", "model": 2.5, "topology": {"cores": 64}},
+)
+
+cpu_infos = st.sampled_from(CPU_INFOS)
+
+
+def _hosts(size: int):
+    return st.sampled_from(SIZES) | st.integers(0, size)
+
+
+def _ratios():
+    return st.sampled_from(RATIOS) | st.floats(0, 20)
+
+
+# Built once: strategies made afresh for every draw cost more than the
+# draws.
+host_states = st.builds(
+    hm.HostState,
+    node_id=st.just(0), uuid=st.just(""),
+    # Shared host names: ties broken by nodename.
+    host=st.sampled_from(("h01", "h02", "h03")),
+    nodename=st.just(""),
+    cluster=st.sampled_from(CLUSTERS),
+    availability_zone=st.sampled_from(ZONES),
+    vcpus=st.sampled_from((0, 1, 2, 4, 8, 64)),
+    memory_mb=_hosts(10**6),
+    disk_gb=_hosts(10**4),
+    cpu_allocation_ratio=_ratios(),
+    ram_allocation_ratio=_ratios(),
+    disk_allocation_ratio=_ratios(),
+    vcpus_claimed=st.sampled_from((0, 1, 2, 8, 70)),
+    memory_mb_claimed=st.sampled_from(SIZES),
+    disk_gb_claimed=st.sampled_from(SIZES),
+    vcpus_pending=st.sampled_from((0, 0, 1, 4)),
+    memory_mb_pending=st.sampled_from((0, 0, 512, 4096)),
+    cpu_info=cpu_infos,
+    networks=st.frozensets(st.sampled_from(("net1", "net2"))),
+    metrics=metrics,
+    bad_metrics=st.frozensets(st.sampled_from(METRICS), max_size=2),
+    disabled=st.booleans(),
+    disabled_reason=st.sampled_from((None, "maintenance")),
+    updated_at=st.none() | moments,
+    instances=st.sets(st.sampled_from(("i-1", "i-2", "i-3", "i-4"))),
+    instance_groups=st.sets(st.sampled_from(("g1", "g2"))),
+)
+
+
+def _numbered(hosts: list[hm.HostState]) -> list[hm.HostState]:
+    for index, host in enumerate(hosts):
+        host.node_id = index
+        host.uuid = f"uuid-{index}"
+        host.nodename = f"node-{index:02d}"
+    return hosts
+
+
+def fleets(max_size: int = 6):
+    return st.lists(host_states, max_size=max_size).map(_numbered)
+
+
+THRESHOLD_OPS = ("<", "<=", ">", ">=", "=", "==", "!=")
+QUANTITIES = ("0", "5", "50", "100", "85M", "85000000", "1.1G", "1Ki",
+              "2.5e3", "-1", " 8Gi ")
+
+resource_values = (
+    st.sampled_from(("max", "min", " MAX ", "Min"))
+    | st.builds("{}{}".format, st.sampled_from(THRESHOLD_OPS),
+                st.sampled_from(QUANTITIES)))
+
+CAPABILITY_KEYS = (
+    "capabilities:cpu_info:arch", "capabilities:cpu_info:features",
+    "capabilities:cpu_info:topology:cores", "capabilities:cpu_info:topology",
+    "capabilities:cpu_info", "capabilities:cpu_info:x:cores",
+    "capabilities:vcpus", "capabilities:vcpus_total",
+    "capabilities:hypervisor_hostname", "capabilities:cluster",
+    "capabilities:availability_zone", "capabilities:networks",
+    "capabilities:free_ram_mb", "capabilities:instances",
+    "capabilities:disabled", "capabilities:metrics", "capabilities:nope",
+    "vcpus", "cpu_info")
+
+NUMBERS = ("0", "1", "2", "4", "8", "8.0", "16", "-1", "1e3")
+
+capability_values = st.one_of(
+    st.sampled_from(WORDS[:-4] + NUMBERS).filter(bool),
+    st.builds("{} {}".format, st.sampled_from(("=", "==", "!=", ">=",
+                                               "<=")),
+              st.sampled_from(NUMBERS)),
+    st.builds("{} {}".format,
+              st.sampled_from(("s==", "s!=", "s<", "s<=", "s>", "s>=")),
+              st.sampled_from(WORDS)),
+    st.builds("<in> {}".format, st.sampled_from(WORDS).filter(bool)),
+    st.builds(lambda words: "<all-in> " + " ".join(words),
+              st.lists(st.sampled_from(WORDS).filter(bool), min_size=1,
+                       max_size=3)),
+    st.builds(lambda words: "<or> " + " <or> ".join(words),
+              st.lists(st.sampled_from(WORDS).filter(bool), min_size=1,
+                       max_size=3)),
+)
+
+extra_specs = st.builds(
+    lambda resources, capabilities: {**resources, **capabilities},
+    st.dictionaries(st.sampled_from([f"resources:{m}" for m in METRICS]),
+                    resource_values, max_size=3),
+    st.dictionaries(st.sampled_from(CAPABILITY_KEYS), capability_values,
+                    max_size=3))
+
+
+spec_dicts = st.fixed_dictionaries({
+    "flavor": st.fixed_dictionaries({
+        "name": st.just("m1"),
+        "vcpus": st.sampled_from((0, 1, 2, 4, 8)),
+        "memory_mb": st.sampled_from(SIZES),
+        "root_gb": st.sampled_from((0, 1, 10, 1024)),
+        "ephemeral_gb": st.sampled_from((0, 0, 1, 1024)),
+        "extra_specs": extra_specs,
+    }),
+    "availability_zone": st.sampled_from(ZONES),
+    "cluster": st.sampled_from(CLUSTERS),
+})
+
+weight_settings = st.lists(
+    st.tuples(st.sampled_from(METRICS),
+              st.sampled_from((-1.0, 0.0, 0.5, 1.0, 2.0, 1e-6))),
+    max_size=3)
+
+# Overrides of the options the column plugins read.
+OPTIONS = {
+    ("filter_scheduler", "service_down_time"):
+        st.sampled_from(SERVICE_DOWN_TIMES),
+    ("filter_scheduler", "max_instances_per_host"):
+        st.sampled_from((1, 2, 3, 50)),
+    ("metrics", "max_age"): st.sampled_from(MAX_AGES),
+    ("metrics", "weight_setting"): weight_settings,
+    ("metrics", "required"): st.booleans(),
+}
+option_sets = st.fixed_dictionaries(OPTIONS)
+
+
+def request(spec_dict: dict) -> RequestSpec:
+    spec = RequestSpec.from_dict(spec_dict)
+    spec.start_call(NOW)
+    return spec
+
+
+def as_optional(values) -> list[float | None]:
+    return [None if math.isnan(value) else value for value in values]
+
+
+# -- filters ----------------------------------------------------------------
+
+def test_passes_agrees_with_reject():
+    with configured() as conf:
+        plugins = [filter_class(conf) for filter_class in COLUMN_FILTERS]
+
+        @PROPERTY
+        @given(hosts=fleets(), spec_dict=spec_dicts, options=option_sets)
+        def check(hosts, spec_dict, options):
+            apply_options(conf, options)
+            table = HostTable(hosts)
+            for host_filter in plugins:
+                name = host_filter.name
+                spec = request(spec_dict)
+                host_filter.validate_request(spec)
+                verdicts = host_filter.passes(table, spec)
+                assert verdicts is not None, name
+                assert verdicts.dtype == bool, name
+                assert verdicts.shape == (len(hosts),), name
+                # A fresh request: nothing memoised by passes() is reused.
+                spec = request(spec_dict)
+                assert verdicts.tolist() == [
+                    host_filter.reject(host, spec) is None
+                    for host in hosts], name
+                assert verdicts.tolist() == [
+                    rejection is None for rejection
+                    in host_filter.rejections(hosts, spec)], name
+
+        check()
+
+
+# -- weighers ---------------------------------------------------------------
+
+def test_raw_column_agrees_with_raw_weights():
+    with configured() as conf:
+        plugins = [weigher_class(conf) for weigher_class in COLUMN_WEIGHERS]
+
+        @PROPERTY
+        @given(data=st.data(), hosts=fleets(), spec_dict=spec_dicts,
+               options=option_sets)
+        def check(data, hosts, spec_dict, options):
+            apply_options(conf, options)
+            # Any positions, in any order, as the scheduler's candidates.
+            rows = data.draw(st.lists(st.sampled_from(range(len(hosts))),
+                                      unique=True) if hosts
+                             else st.just([]))
+            table = HostTable(hosts)
+            for weigher in plugins:
+                name = weigher.name
+                spec = request(spec_dict)
+                column = weigher.raw_column(
+                    table, np.array(rows, dtype=np.intp), spec)
+                assert column is not None, name
+                assert column.dtype == float, name
+                assert column.shape == (len(rows),), name
+                spec = request(spec_dict)
+                expected = weigher.raw_weights([hosts[i] for i in rows],
+                                               spec)
+                # Exact: == on floats, NaN standing for None.
+                assert as_optional(column.tolist()) == expected, name
+
+        check()
+
+
+# -- normalisation ----------------------------------------------------------
+
+def reference_normalize(mode: str, raw: list[float | None],
+                        maximum: float | None) -> list[float | None]:
+    """The modes of scheduler.weights.normalization, spelled out."""
+    available = [value for value in raw if value is not None]
+    if mode == "none":
+        return list(raw)
+    if mode == "minmax":
+        low = min(available, default=0.0)
+        spread = max(available, default=0.0) - low
+        return [None if value is None
+                else 0.0 if spread == 0 else (value - low) / spread
+                for value in raw]
+    if mode == "rank":
+        count = len(available)
+        return [None if value is None else float(
+            count - 1 - sum(1 for other in available if other > value))
+            for value in raw]
+    assert mode == "hardmax"
+    if maximum is None:
+        maximum = max((abs(value) for value in available), default=0.0)
+        if maximum == 0:
+            return [None if value is None else 0.0 for value in raw]
+    return [None if value is None
+            else min(max(value / maximum, -1.0), 1.0) for value in raw]
+
+
+raw_weight_lists = st.lists(
+    st.none()
+    | st.sampled_from((0.0, -0.0, 1.0, 1.0, 5.0, -3.0, 8192.0))
+    | st.floats(-1e9, 1e9, allow_nan=False),
+    max_size=12)
+
+
+@PROPERTY
+@given(mode=st.sampled_from(("minmax", "rank", "hardmax", "none")),
+       raw=raw_weight_lists,
+       maximum=st.none() | st.sampled_from((1.0, 8192.0, 0.5))
+       | st.floats(1e-3, 1e9))
+def test_normalize_array_matches_reference(mode, raw, maximum):
+    if mode != "hardmax":
+        maximum = None
+    values = np.array([np.nan if v is None else v for v in raw],
+                      dtype=float)
+    before = values.copy()
+    normalized = normalize_array(mode, values, maximum)
+    expected = reference_normalize(mode, raw, maximum)
+    assert normalized.shape == values.shape
+    assert as_optional(normalized.tolist()) == expected
+    assert normalize(mode, raw, maximum) == expected
+    # The input is left alone (the scheduler keeps the raw column).
+    np.testing.assert_array_equal(values, before)
+
+
+# -- the table itself -------------------------------------------------------
+
+def _run_plugins(conf, table: HostTable, spec_dict: dict) -> dict:
+    """Every column verdict and weight of ``table``: what builds its
+    columns."""
+    spec = request(spec_dict)
+    rows = np.arange(len(table), dtype=np.intp)
+    found = {}
+    for filter_class in COLUMN_FILTERS:
+        found[filter_class.__name__] = filter_class(conf).passes(
+            table, spec).tolist()
+    for weigher_class in COLUMN_WEIGHERS:
+        found[weigher_class.__name__] = as_optional(
+            weigher_class(conf).raw_column(table, rows, spec).tolist())
+    return found
+
+
+def _nan_to_none(values: list) -> list:
+    return [None if isinstance(item, float) and math.isnan(item) else item
+            for item in values]
+
+
+def _same_column(replaced: HostTable, fresh: HostTable, key,
+                 builder) -> None:
+    """Column ``key`` of ``replaced`` (carried over) is what ``fresh``
+    builds from scratch; code columns compared by the values they
+    stand for."""
+    dtype, value = builder
+    array = replaced.column(key, dtype, value)
+    if isinstance(key, tuple) and key[:1] == ("codes",):
+        _codes, interned = replaced.codes(key[1], value)
+        decoded = [interned[code] for code in array.tolist()]
+        # The interner's own column function (white box).
+        expected = [value._value(host) for host in fresh.hosts]
+        assert [type(v) for v in decoded] == [type(v) for v in expected]
+        assert decoded == expected, key
+    else:
+        assert array.dtype == fresh.column(key, dtype, value).dtype
+        assert (_nan_to_none(array.tolist())
+                == _nan_to_none(fresh.column(key, dtype, value).tolist())
+                ), key
+
+
+@PROPERTY
+@given(data=st.data(), hosts=fleets(), spec_dict=spec_dicts,
+       options=option_sets)
+def test_replaced_equals_a_fresh_table(data, hosts, spec_dict, options):
+    with configured() as conf:
+        apply_options(conf, options)
+        table = HostTable(hosts)
+        before = _run_plugins(conf, table, spec_dict)
+        changed = data.draw(st.lists(st.sampled_from(range(len(hosts))),
+                                     unique=True) if hosts else st.just([]))
+        flavor = spec_dict["flavor"]
+        copies = hm.snapshot([hosts[i] for i in changed])
+        for number, copy in enumerate(copies):
+            copy.consume(flavor["vcpus"], flavor["memory_mb"],
+                         flavor["root_gb"] + flavor["ephemeral_gb"],
+                         f"new-{number}", "g3")
+        new_hosts = list(hosts)
+        for index, copy in zip(changed, copies, strict=True):
+            new_hosts[index] = copy
+
+        replaced = table.replaced(dict(zip(changed, copies, strict=True)))
+        fresh = HostTable(new_hosts)
+        assert list(replaced.hosts) == new_hosts
+        # The original table is untouched.
+        assert _run_plugins(conf, table, spec_dict) == before
+        # Column by column (the carried-over ones: white box) ...
+        carried = dict(replaced._columns)
+        assert carried
+        for key, (_array, builder) in carried.items():
+            _same_column(replaced, fresh, key, builder)
+        # ... and through the plugins.
+        assert (_run_plugins(conf, replaced, spec_dict)
+                == _run_plugins(conf, fresh, spec_dict))
+        assert replaced.name_rank().tolist() == fresh.name_rank().tolist()
+
+
+@PROPERTY
+@given(values=st.lists(json_values, max_size=8),
+       replacements=st.dictionaries(st.integers(0, 7), json_values))
+def test_codes_map_equal_values_consistently(values, replacements):
+    hosts = [hm.HostState(node_id=i, uuid=str(i), host=f"h{i:02d}",
+                          nodename=f"h{i:02d}", cpu_info={"v": value})
+             for i, value in enumerate(values)]
+
+    def value_of(host):
+        return host.cpu_info["v"]
+
+    def check(table):
+        codes, interned = table.codes("v", value_of)
+        assert codes.dtype == np.intp and codes.shape == (len(table),)
+        seen = [value_of(host) for host in table.hosts]
+        for i, value in enumerate(seen):
+            # The code stands for an equal value of the same type ...
+            assert type(interned[codes[i]]) is type(value)
+            assert interned[codes[i]] == value
+            for j, other in enumerate(seen):
+                # ... and one value (by type and repr), one code.
+                if (type(value), repr(value)) == (type(other),
+                                                  repr(other)):
+                    assert codes[i] == codes[j]
+                if codes[i] == codes[j]:
+                    assert value == other
+
+    table = HostTable(hosts)
+    check(table)
+    rows = {}
+    for index, value in replacements.items():
+        if index < len(hosts):
+            copy, = hm.snapshot([hosts[index]])
+            copy.cpu_info = {"v": value}
+            rows[index] = copy
+    replaced = table.replaced(rows)
+    check(replaced)
+    # Numbers already given keep their meaning in the next table.
+    old_codes, _values = table.codes("v", value_of)
+    new_codes, _values = replaced.codes("v", value_of)
+    for index in range(len(hosts)):
+        if index not in rows:
+            assert new_codes[index] == old_codes[index]
+
+
+# -- the scheduler end to end -----------------------------------------------
+
+SCHEDULER_FILTERS = tuple(cls.__name__ for cls in COLUMN_FILTERS) + (
+    "IgnoreHostsFilter",)
+SCHEDULER_WEIGHERS = tuple(cls.__name__ for cls in COLUMN_WEIGHERS) + (
+    "ServerGroupSoftAffinityWeigher",)
+MODES = ("minmax", "rank", "hardmax", "none")
+
+
+def _without_columns(scheduler: filter_scheduler.FilterScheduler) -> None:
+    """Make every plugin of ``scheduler`` take its per-host path."""
+    for host_filter in scheduler.filters:
+        host_filter.passes = lambda table, spec: None
+    for weigher in scheduler.weighers:
+        weigher.raw_column = lambda table, rows, spec: None
+
+
+def _nan_safe(value):
+    return "nan" if isinstance(value, float) and math.isnan(value) \
+        else value
+
+
+def _outcome(scheduler, spec_dict, hosts, uuids):
+    """Everything a select() call decided, comparable with ==."""
+    spec = RequestSpec.from_dict(spec_dict, instance_uuids=uuids)
+    scheduler._rng = random.Random(7)
+    try:
+        decisions = scheduler.select(spec, hosts)
+    except exception.NoValidHost as exc:
+        return ("NoValidHost", str(exc))
+    return [(
+        [(h.host, h.nodename) for h in decision.selected],
+        [_nan_safe(w) for w in decision.selected_weights],
+        [(r.host.nodename, r.filtered_by, r.reason, r.detail,
+          _nan_safe(r.weight),
+          {name: (term.raw, term.normalized)
+           for name, term in r.weights.items()})
+         for r in decision.results],
+    ) for decision in decisions]
+
+
+scheduler_options = st.fixed_dictionaries({
+    **OPTIONS,
+    ("filter_scheduler", "host_subset_size"): st.just(1),
+    ("filter_scheduler", "max_attempts"): st.integers(1, 4),
+    ("filter_scheduler", "weight_maximums"): st.dictionaries(
+        st.sampled_from(SCHEDULER_WEIGHERS),
+        st.sampled_from(("1", "8192", "0.5")), max_size=3),
+    ("filter_scheduler", "num_instances_weight_multiplier"):
+        st.sampled_from((0.0, 1.0, -2.0)),
+    ("filter_scheduler", "resources_weight_multiplier"):
+        st.sampled_from((1.0, -1.0)),
+    ("filter_scheduler", "ram_weight_multiplier"):
+        st.sampled_from((1.0, -1.0, 0.0)),
+    ("metrics", "weight_of_unavailable"): st.sampled_from((-10000.0, 0.0)),
+})
+
+
+def test_scheduler_columns_decide_as_per_host_plugins():
+    with configured() as conf, \
+            mock.patch.object(models, "utcnow", return_value=NOW):
+        pairs = {}
+        for mode in MODES:
+            pipeline = filter_scheduler.Pipeline(
+                SCHEDULER_FILTERS,
+                tuple((name, 1.0) for name in SCHEDULER_WEIGHERS), mode)
+            column, per_host = (
+                filter_scheduler.FilterScheduler(
+                    conf, rng=random.Random(7), pipeline=pipeline)
+                for _ in range(2))
+            _without_columns(per_host)
+            pairs[mode] = column, per_host
+
+        @PROPERTY
+        @given(hosts=fleets(max_size=5), spec_dict=spec_dicts,
+               options=scheduler_options,
+               mode=st.sampled_from(MODES),
+               instances=st.integers(1, 3),
+               group=st.sampled_from((None, "g1", "g2")))
+        def check(hosts, spec_dict, options, mode, instances, group):
+            apply_options(conf, options)
+            if group:
+                spec_dict = {**spec_dict, "scheduler_hints": {
+                    "group": group, "group_policy": "soft-affinity"}}
+            uuids = [f"new-{i}" for i in range(instances)]
+            column, per_host = pairs[mode]
+            assert (_outcome(column, spec_dict, hosts, uuids)
+                    == _outcome(per_host, spec_dict, hosts, uuids))
+
+        check()
