@@ -162,6 +162,45 @@ def test_client_call_is_bounded_while_the_broker_is_down():
     assert time.monotonic() - started < 30
 
 
+_NOTIFYING_WITHOUT_BROKER = textwrap.dedent("""
+    import logging, sys
+    from oslo_config import cfg
+    from scheduler import conf as scheduler_conf
+    from scheduler.conf import messaging as messaging_conf
+    from scheduler.rpc import notifications
+    from scheduler.rpc import server
+    import oslo_messaging
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO)
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    messaging_conf.register_messaging_opts(conf)
+    conf([])
+    conf.set_override("transport_url", sys.argv[1])
+    conf.set_override("retry", 0, group="oslo_messaging_notifications")
+    transport = oslo_messaging.get_notification_transport(conf)
+    sender = notifications.BackgroundNotifier(
+        server.create_notifier(conf, transport))
+    for index in range(5):
+        sender.info({"request_id": f"req-{index}"}, "test.event", {})
+    sender.stop(timeout=60)
+    print(sender.stats.sent, sender.stats.dropped, sender.stats.outages)
+""")
+
+
+def test_notifications_without_a_broker_are_dropped_quietly():
+    """oslo.messaging itself logs each notification it cannot send with a
+    traceback and the payload; the service logs one line per outage."""
+    result = subprocess.run(
+        [sys.executable, "-c", _NOTIFYING_WITHOUT_BROKER, DEAD_BROKER],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "5", "1"], result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Payload" not in result.stderr
+    assert result.stderr.count("Dropping notifications until they can be "
+                               "sent again") == 1
+
+
 def test_broker_outage_is_survived(broker_url, service_config,  # noqa: F811
                                    start_console_script):
     target = broker_url.split("@", 1)[1].split("/", 1)[0]
