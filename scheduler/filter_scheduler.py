@@ -156,6 +156,9 @@ def _load(namespace: str, names: Sequence[str], group: str, option: str,
             f"expected entry-point names of {namespace}")
 
     def failed(_manager, entrypoint, error):
+        # A plugin that checks its own options says which one is wrong.
+        if isinstance(error, exception.ConfigError):
+            raise error
         raise exception.ConfigError(group, option, entrypoint.name,
                                     f"the plugin failed to load: {error}")
 
