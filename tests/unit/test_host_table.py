@@ -281,6 +281,16 @@ spec_dicts = st.fixed_dictionaries({
     "cluster": st.sampled_from(CLUSTERS),
 })
 
+# Several max/min goals at once: a host missing one of them must not
+# count in the scaling of the others.
+goal_spec_dicts = st.builds(
+    lambda spec, goals: {**spec, "flavor": {
+        **spec["flavor"], "extra_specs": goals}},
+    spec_dicts,
+    st.dictionaries(
+        st.sampled_from([f"resources:{m}" for m in METRICS[:3]]),
+        st.sampled_from(("max", "min")), min_size=2))
+
 weight_settings = st.lists(
     st.tuples(st.sampled_from(METRICS),
               st.sampled_from((-1.0, 0.0, 0.5, 1.0, 2.0, 1e-6))),
@@ -347,7 +357,8 @@ def test_raw_column_agrees_with_raw_weights():
         plugins = [weigher_class(conf) for weigher_class in COLUMN_WEIGHERS]
 
         @PROPERTY
-        @given(data=st.data(), hosts=fleets(), spec_dict=spec_dicts,
+        @given(data=st.data(), hosts=fleets(),
+               spec_dict=spec_dicts | goal_spec_dicts,
                options=option_sets)
         def check(data, hosts, spec_dict, options):
             apply_options(conf, options)
@@ -507,9 +518,18 @@ def test_replaced_equals_a_fresh_table(data, hosts, spec_dict, options):
         assert replaced.name_rank().tolist() == fresh.name_rank().tolist()
 
 
+# Values equal across types (1 == 1.0 == True) that a capability matches
+# differently ("1", "1.0", "True"), and unhashable look-alikes.
+LOOK_ALIKES = (1, 1.0, True, "1", 0, 0.0, -0.0, False, None, "", 8, 8.0,
+               [1], [1.0], [True], ["1"], {"a": 1}, {"a": True},
+               {"a": 1.0}, frozenset({1}), frozenset({1.0}))
+
+code_values = st.sampled_from(LOOK_ALIKES) | json_values
+
+
 @PROPERTY
-@given(values=st.lists(json_values, max_size=8),
-       replacements=st.dictionaries(st.integers(0, 7), json_values))
+@given(values=st.lists(code_values, max_size=8),
+       replacements=st.dictionaries(st.integers(0, 7), code_values))
 def test_codes_map_equal_values_consistently(values, replacements):
     hosts = [hm.HostState(node_id=i, uuid=str(i), host=f"h{i:02d}",
                           nodename=f"h{i:02d}", cpu_info={"v": value})
