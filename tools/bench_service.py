@@ -52,6 +52,11 @@ after 200 warm-up calls (and, after a fleet was written, at least until
 refresh scans the whole fleet). The echo is measured first, and stopped
 before the service starts. A full default run takes about 15 minutes on
 2 busy cores.
+
+``--profile-server DIR`` runs each service under yappi (wall clock, all
+threads) and writes ``DIR/select-<hosts>.pstat`` for ``pstats``: where a
+decision's time goes on the server side. The profiler slows the service
+several times over; its numbers are not the benchmark's.
 """
 
 import argparse
