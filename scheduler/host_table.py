@@ -161,12 +161,8 @@ class _Interner:
 
 def _build(hosts: Sequence["HostState"], dtype: type | str,
            value: Callable[["HostState"], object]) -> np.ndarray:
-    if dtype is object:
-        array = np.empty(len(hosts), dtype=object)
-        array[:] = [value(host) for host in hosts]
-    else:
-        array = np.fromiter((value(host) for host in hosts), dtype=dtype,
-                            count=len(hosts))
+    array = np.fromiter((value(host) for host in hosts), dtype=dtype,
+                        count=len(hosts))
     array.flags.writeable = False
     return array
 
