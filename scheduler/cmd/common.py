@@ -2,6 +2,7 @@
 
 import sys
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Sequence
 
 from oslo_config import cfg
@@ -45,6 +46,24 @@ def _check(namespace, group: str | None, name: str, conf: cfg.ConfigOpts):
                                     detail) from e
 
 
+def option_problems(conf: cfg.ConfigOpts
+                    ) -> Iterator[exception.ConfigError]:
+    """Read every registered option once; one ConfigError per option
+    whose value oslo.config rejects (type, range, choices)."""
+    for key in list(conf):
+        try:
+            value = _check(conf, None, key, conf)
+        except exception.ConfigError as e:
+            yield e
+            continue
+        if isinstance(value, cfg.ConfigOpts.GroupAttr):
+            for name in list(value):
+                try:
+                    _check(value, key, name, conf)
+                except exception.ConfigError as e:
+                    yield e
+
+
 def validate_options(conf: cfg.ConfigOpts) -> None:
     """Read every registered option once so bad values fail at start-up,
     then the cluster and migration policies built from them.
@@ -52,11 +71,8 @@ def validate_options(conf: cfg.ConfigOpts) -> None:
     oslo.config converts values lazily, on first access; without this a
     typo in a rarely used option would surface hours later.
     """
-    for key in list(conf):
-        value = _check(conf, None, key, conf)
-        if isinstance(value, cfg.ConfigOpts.GroupAttr):
-            for name in list(value):
-                _check(value, key, name, conf)
+    for problem in option_problems(conf):
+        raise problem
     # compute-monitor shares this start-up but not the scheduler's policies.
     if "balancer" in conf:
         cluster_policy.load_policies(conf)
@@ -64,15 +80,11 @@ def validate_options(conf: cfg.ConfigOpts) -> None:
         migration_policies.load_migration_policies(conf)
 
 
-def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
-            project: str,
-            validators: Sequence[Callable[[cfg.ConfigOpts], None]] = ()
-            ) -> None:
-    """Parse the command line and config files, set up logging, validate.
-
-    Any configuration problem ends the program with status 2 and a single
-    line on stderr naming the option, the value and what was expected.
-    """
+def parse(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
+          project: str) -> None:
+    """Parse the command line and config files; the values themselves
+    are not read yet (see ``validate``). A file that cannot be parsed
+    ends the program with status 2 and one line."""
     logging.register_options(conf)
     # stdout carries command output (rows, tables, JSON); logs go apart.
     conf.set_default("use_stderr", True)
@@ -81,6 +93,23 @@ def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
     try:
         conf(list(sys.argv[1:] if argv is None else argv), project=project,
              prog=prog)
+    except (cfg.Error, ValueError) as e:
+        config_error_exit(prog, str(e).replace("\n", " "))
+    except SystemExit as e:
+        # oslo.config exits 1 for a bad value of a command-line option
+        # set in a file (debug = maybe), after printing one line.
+        if e.code == 1:
+            sys.exit(CONFIG_ERROR_EXIT)
+        raise
+
+
+def validate(prog: str, conf: cfg.ConfigOpts,
+             validators: Sequence[Callable[[cfg.ConfigOpts], None]] = ()
+             ) -> None:
+    """Every option, the policies, then ``validators``; the first problem
+    ends the program with status 2 and one line naming the option, the
+    value and what was expected."""
+    try:
         validate_options(conf)
         for validator in validators:
             validator(conf)
@@ -88,4 +117,17 @@ def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
         config_error_exit(prog, str(e))
     except (cfg.Error, ValueError) as e:
         config_error_exit(prog, str(e).replace("\n", " "))
+
+
+def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
+            project: str,
+            validators: Sequence[Callable[[cfg.ConfigOpts], None]] = ()
+            ) -> None:
+    """Parse the command line and config files, validate, set up logging.
+
+    Any configuration problem ends the program with status 2 and a single
+    line on stderr naming the option, the value and what was expected.
+    """
+    parse(prog, conf, argv, project)
+    validate(prog, conf, validators)
     logging.setup(conf, project)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from alembic.util import CommandError
 from oslo_config import cfg
+from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from compute_monitor import conf as monitor_conf
@@ -44,37 +45,44 @@ def db_version(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
-def _host_state(host: hm.HostState, conf: cfg.ConfigOpts,
-                now: datetime.datetime) -> str:
-    if host.disabled:
-        return "disabled"
-    down_after = conf.filter_scheduler.service_down_time
-    if host.updated_at is None or \
-            (now - host.updated_at).total_seconds() > down_after:
-        return "down"
-    return "up"
+def _host_states(conf: cfg.ConfigOpts
+                 ) -> tuple[list[hm.HostState], datetime.datetime, int]:
+    return (hm.HostManager(conf).host_states(), models.utcnow(),
+            conf.filter_scheduler.service_down_time)
 
 
 def hosts_list(conf: cfg.ConfigOpts) -> int:
-    hosts = hm.HostManager(conf).host_states()
-    now = models.utcnow()
-    columns = ["host", "nodename", "cluster", "availability_zone",
-               "vcpus_free", "vcpus_total", "ram_mb_free", "ram_mb_total",
-               "disk_gb_free", "disk_gb_total", "pending_vcpus",
-               "pending_ram_mb", "instances", "metrics", "metric_age_s",
-               "state"]
-    rows = [[
-        h.host, h.nodename, h.cluster, h.availability_zone,
-        h.free_vcpus, h.vcpus * h.cpu_allocation_ratio,
-        h.free_ram_mb, h.memory_mb * h.ram_allocation_ratio,
-        h.free_disk_gb, h.local_disk_limit_gb,
-        h.vcpus_pending, h.memory_mb_pending, h.num_instances,
-        len(h.metrics),
-        None if h.metrics_updated_at is None else round(
-            (now - h.metrics_updated_at).total_seconds(), 1),
-        _host_state(h, conf, now),
-    ] for h in hosts]
-    print(output.render(columns, rows, conf.category.format))
+    hosts, now, down_after = _host_states(conf)
+    print(output.hosts([output.host_record(h, now, down_after)
+                        for h in hosts], conf.category.format))
+    return 0
+
+
+def _find_host(hosts: list[hm.HostState], name: str) -> hm.HostState:
+    """The node named ``name``, else the only node of host ``name``;
+    raises LookupError with the one-line reason otherwise."""
+    by_node = [h for h in hosts if h.nodename == name]
+    found = by_node or [h for h in hosts if h.host == name]
+    if not found:
+        raise LookupError(f"no compute node {name!r} ({len(hosts)} known; "
+                          "see hosts list)")
+    if len(found) > 1:
+        raise LookupError(
+            f"host {name!r} has {len(found)} nodes; name one of "
+            f"{', '.join(sorted(h.nodename for h in found))}")
+    return found[0]
+
+
+def hosts_show(conf: cfg.ConfigOpts) -> int:
+    """One compute node, by node name or host name, in full."""
+    hosts, now, down_after = _host_states(conf)
+    try:
+        host = _find_host(hosts, conf.category.node)
+    except LookupError as e:
+        print(f"{PROG}: error: {e.args[0]}", file=sys.stderr)
+        return 1
+    print(output.host(output.host_detail(host, now, down_after),
+                      conf.category.format))
     return 0
 
 
@@ -105,6 +113,23 @@ def explain(conf: cfg.ConfigOpts) -> int:
     except (exception.ConfigError, exception.InvalidRequest) as e:
         common.config_error_exit(PROG, str(e))
     print(output.explain(decision.as_dict(), conf.category.format))
+    return 0
+
+
+def config_check(conf: cfg.ConfigOpts) -> int:
+    """Every configuration problem, one line each on stdout; exit 2 if
+    there is any. Starts nothing, connects to nothing."""
+    # Here: it imports oslo.messaging, which the other commands never need.
+    from scheduler.cmd import config_check as check
+
+    problems = check.problems(conf)
+    for line in problems:
+        print(line)
+    if problems:
+        print(f"{PROG}: error: {len(problems)} configuration problem(s) in "
+              f"{', '.join(conf.config_file)}", file=sys.stderr)
+        return common.CONFIG_ERROR_EXIT
+    print("configuration OK")
     return 0
 
 
@@ -146,6 +171,17 @@ def _add_command_parsers(subparsers) -> None:
     hosts_list_parser.add_argument("--format", choices=output.FORMATS,
                                    default="table")
     hosts_list_parser.set_defaults(func=hosts_list)
+    hosts_show_parser = hosts_actions.add_parser(
+        "show", help="One compute node in full: every metric with its "
+        "age, source and pending-adjusted value, malformed metrics, "
+        "cpu_info, networks, instances and server groups.")
+    # Not "host": [DEFAULT] host is an option of the same namespace.
+    hosts_show_parser.add_argument("node", metavar="HOST",
+                                   help="node name, or host name of a "
+                                   "host with a single node")
+    hosts_show_parser.add_argument("--format", choices=output.FORMATS,
+                                   default="table")
+    hosts_show_parser.set_defaults(func=hosts_show)
 
     explain_parser = subparsers.add_parser(
         "explain", help="Dry-run one placement against the database and "
@@ -162,9 +198,18 @@ def _add_command_parsers(subparsers) -> None:
         "e.g. 'resources:network.rx.bps=<85M'")
     explain_parser.add_argument("--cluster")
     explain_parser.add_argument("--az", help="availability zone")
-    explain_parser.add_argument("--format", choices=("table", "json"),
+    explain_parser.add_argument("--format", choices=output.FORMATS,
                                 default="table")
     explain_parser.set_defaults(func=explain)
+
+    config = subparsers.add_parser("config", help="Configuration commands.")
+    config_actions = config.add_subparsers(dest="action", metavar="ACTION")
+    config_actions.required = True
+    config_actions.add_parser(
+        "check", help="Check every option, policy and the migration "
+        "policies file; list every problem, one per line (exit 2), or "
+        "print 'configuration OK'. Connects to nothing.",
+    ).set_defaults(func=config_check)
 
     subparsers.add_parser(
         "demo", help="Run the monitor, the scheduler service and a client "
@@ -178,8 +223,12 @@ command_opt = cfg.SubCommandOpt("category", title="Command categories",
 
 def main(argv: Sequence[str] | None = None) -> int:
     CONF.register_cli_opt(command_opt)
-    common.prepare(PROG, CONF, argv, "scheduler",
-                   validators=[_validate_database])
+    common.parse(PROG, CONF, argv, "scheduler")
+    if CONF.category.func is config_check:
+        # Collects every problem instead of stopping at the first.
+        return config_check(CONF)
+    common.validate(PROG, CONF, validators=[_validate_database])
+    logging.setup(CONF, "scheduler")
     url = db_api.safe_url(CONF.database.connection)
     # Operators read these on a terminal: one line each, no traceback.
     try:

@@ -1,11 +1,29 @@
-"""Rendering of CLI results as a text table, JSON or CSV."""
+"""Rendering of CLI results as a text table, JSON or CSV.
+
+Host records are built from ``HostState`` objects here so that the
+renderers can be tested on fixed host states without a database.
+"""
 
 import csv
+import datetime
 import io
 import json
 from collections.abc import Sequence
 
+from scheduler import host_manager as hm
+
 FORMATS = ("table", "json", "csv")
+
+#: Marks of the explain table's first column.
+CHOSEN = "*"
+ALTERNATE = "alt"
+
+#: Keys of a ``hosts list`` record, in column order (JSON and CSV).
+HOST_FIELDS = (
+    "host", "nodename", "cluster", "availability_zone",
+    "vcpus_free", "vcpus_total", "ram_mb_free", "ram_mb_total",
+    "disk_gb_free", "disk_gb_total", "pending_vcpus", "pending_ram_mb",
+    "instances", "metrics", "metric_age_s", "state", "disabled_reason")
 
 
 def _cell(value) -> str:
@@ -31,6 +49,18 @@ def table(columns: Sequence[str], rows: Sequence[Sequence]) -> str:
     return "\n".join(lines)
 
 
+def _csv(columns: Sequence[str], rows: Sequence[Sequence]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(rows)
+    return buffer.getvalue().rstrip("\n")
+
+
+def _json(document) -> str:
+    return json.dumps(document, indent=2, default=str)
+
+
 def render(columns: Sequence[str], rows: Sequence[Sequence], fmt: str,
            document=None) -> str:
     """``rows`` in ``fmt``; JSON prints ``document`` when given (richer
@@ -39,42 +69,212 @@ def render(columns: Sequence[str], rows: Sequence[Sequence], fmt: str,
         if document is None:
             document = [dict(zip(columns, row, strict=True))
                         for row in rows]
-        return json.dumps(document, indent=2, default=str)
+        return _json(document)
     if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
-        return buffer.getvalue().rstrip("\n")
+        return _csv(columns, rows)
     return table(columns, rows)
+
+
+def _age(now: datetime.datetime,
+         then: datetime.datetime | None) -> float | None:
+    return None if then is None else round((now - then).total_seconds(), 1)
+
+
+def host_state(host: hm.HostState, now: datetime.datetime,
+               down_after: float) -> str:
+    """``disabled``, ``down`` (no heartbeat for more than ``down_after``
+    seconds, ``[filter_scheduler] service_down_time``) or ``up``."""
+    if host.disabled:
+        return "disabled"
+    if host.updated_at is None or \
+            (now - host.updated_at).total_seconds() > down_after:
+        return "down"
+    return "up"
+
+
+def host_record(host: hm.HostState, now: datetime.datetime,
+                down_after: float) -> dict:
+    """One ``hosts list`` row, keyed by ``HOST_FIELDS``."""
+    return {
+        "host": host.host, "nodename": host.nodename,
+        "cluster": host.cluster,
+        "availability_zone": host.availability_zone,
+        "vcpus_free": host.free_vcpus,
+        "vcpus_total": host.vcpus * host.cpu_allocation_ratio,
+        "ram_mb_free": host.free_ram_mb,
+        "ram_mb_total": host.memory_mb * host.ram_allocation_ratio,
+        "disk_gb_free": host.free_disk_gb,
+        "disk_gb_total": host.local_disk_limit_gb,
+        "pending_vcpus": host.vcpus_pending,
+        "pending_ram_mb": host.memory_mb_pending,
+        "instances": host.num_instances, "metrics": len(host.metrics),
+        "metric_age_s": _age(now, host.metrics_updated_at),
+        "state": host_state(host, now, down_after),
+        "disabled_reason": host.disabled_reason if host.disabled else None,
+    }
+
+
+def _metric_records(host: hm.HostState,
+                    now: datetime.datetime) -> list[dict]:
+    records = []
+    for name, metric in sorted(host.metrics.items()):
+        adjusted = host.metric_since(name, None)
+        records.append({
+            "name": name, "value": metric.value,
+            # Only where pending claims move it: one value is clearer.
+            "adjusted": None if adjusted == metric.value else adjusted,
+            "age_s": _age(now, metric.timestamp),
+            "source": metric.source,
+        })
+    return records
+
+
+def host_detail(host: hm.HostState, now: datetime.datetime,
+                down_after: float) -> dict:
+    """The ``hosts show`` document: the ``hosts list`` record plus every
+    metric (value, pending-adjusted value where it differs, age,
+    source), the malformed ones, cpu_info, networks, instances and
+    server groups."""
+    return {
+        **host_record(host, now, down_after),
+        "metrics": _metric_records(host, now),
+        "bad_metrics": sorted(host.bad_metrics),
+        "cpu_info": host.cpu_info,
+        "networks": sorted(host.networks),
+        "instances": sorted(host.instances),
+        "server_groups": sorted(host.instance_groups),
+    }
+
+
+def _state_cell(record: dict) -> str:
+    if record["disabled_reason"]:
+        return f"{record['state']} ({record['disabled_reason']})"
+    return record["state"]
+
+
+def _pending_cell(record: dict) -> str | None:
+    if not (record["pending_vcpus"] or record["pending_ram_mb"]):
+        return None
+    return (f"{record['pending_vcpus']} vCPU "
+            f"{_cell(record['pending_ram_mb'])} MB")
+
+
+def _free_of_total(record: dict, resource: str) -> str:
+    return (f"{_cell(record[resource + '_free'])}/"
+            f"{_cell(record[resource + '_total'])}")
+
+
+def hosts(records: Sequence[dict], fmt: str) -> str:
+    """``hosts list``: JSON and CSV carry every field of ``HOST_FIELDS``;
+    the table folds free/total into one cell, shows the nodename only
+    where it differs from the host and a disabled host's reason."""
+    if fmt == "json":
+        return _json(list(records))
+    if fmt == "csv":
+        return _csv(HOST_FIELDS,
+                    [[r[f] for f in HOST_FIELDS] for r in records])
+    columns = ["host", "nodename", "cluster", "az", "vcpus", "ram_mb",
+               "disk_gb", "pending", "instances", "metrics",
+               "metric_age_s", "state"]
+    rows = [[r["host"],
+             None if r["nodename"] == r["host"] else r["nodename"],
+             r["cluster"], r["availability_zone"],
+             _free_of_total(r, "vcpus"), _free_of_total(r, "ram_mb"),
+             _free_of_total(r, "disk_gb"), _pending_cell(r),
+             r["instances"], r["metrics"], r["metric_age_s"],
+             _state_cell(r)] for r in records]
+    return table(columns, rows)
+
+
+_METRIC_COLUMNS = ("name", "value", "adjusted", "age_s", "source")
+#: ``hosts show`` lists, with the kind of their CSV rows.
+_DETAIL_LISTS = (("bad_metrics", "bad_metric"), ("networks", "network"),
+                 ("instances", "instance"), ("server_groups", "server_group"))
+
+
+def _detail_csv(detail: dict) -> str:
+    """Long form: one row per field, metric, cpu_info key and list item,
+    ``kind`` telling which."""
+    columns = ("kind", *_METRIC_COLUMNS)
+    blank = [None] * (len(_METRIC_COLUMNS) - 2)
+    rows = [["field", field, detail[field], *blank]
+            for field in HOST_FIELDS if field not in ("metrics", "instances")]
+    rows += [["metric", *(m[c] for c in _METRIC_COLUMNS)]
+             for m in detail["metrics"]]
+    rows += [["cpu_info", key, json.dumps(value), *blank]
+             for key, value in sorted(detail["cpu_info"].items())]
+    rows += [[kind, None, item, *blank]
+             for field, kind in _DETAIL_LISTS for item in detail[field]]
+    return _csv(columns, rows)
+
+
+def _listed(items: Sequence[str]) -> str:
+    return ", ".join(items) if items else "-"
+
+
+def host(detail: dict, fmt: str) -> str:
+    """``hosts show`` for one ``host_detail()`` document."""
+    if fmt == "json":
+        return _json(detail)
+    if fmt == "csv":
+        return _detail_csv(detail)
+    summary = {**detail, "metrics": len(detail["metrics"]),
+               "instances": len(detail["instances"])}
+    width = max(len(f) for f in HOST_FIELDS)
+    lines = [f"{field.ljust(width)}  {_cell(summary[field])}"
+             for field in HOST_FIELDS]
+    lines += ["", table(_METRIC_COLUMNS,
+                        [[m[c] for c in _METRIC_COLUMNS]
+                         for m in detail["metrics"]]), ""]
+    lines += [f"bad metrics: {_listed(detail['bad_metrics'])}",
+              f"cpu_info: {json.dumps(detail['cpu_info'], sort_keys=True)}",
+              f"networks: {_listed(detail['networks'])}",
+              f"instances: {_listed(detail['instances'])}",
+              f"server groups: {_listed(detail['server_groups'])}"]
+    return "\n".join(lines)
+
+
+def _explain_rows(document: dict) -> tuple[list[str], list[list]]:
+    """Columns and rows shared by the explain table and CSV: the mark,
+    the host, the total weight, per weigher the raw then normalised
+    weight, and the filter, reason and detail of a removed host."""
+    selected = document["selected"]
+    marks = dict.fromkeys(selected[1:], ALTERNATE)
+    if selected:
+        marks[selected[0]] = CHOSEN
+    weighers = list(dict.fromkeys(
+        name for host in document["hosts"] for name in host["weights"]))
+    columns = ["sel", "host", "weight",
+               *[f"{name}.{part}" for name in weighers
+                 for part in ("raw", "normalized")],
+               "filtered_by", "reason", "detail"]
+    rows = []
+    for host in document["hosts"]:
+        terms = [(host["weights"].get(name) or {}) for name in weighers]
+        rows.append([
+            "" if host["filtered_by"] else marks.get(host["host"], ""),
+            host["host"], host["weight"],
+            *[term.get(part) for term in terms
+              for part in ("raw", "normalized")],
+            host["filtered_by"], host["reason"], host.get("detail")])
+    return columns, rows
 
 
 def explain(document: dict, fmt: str) -> str:
     """An explain result (``Decision.as_dict()``, as returned over RPC):
-    one row per host marking the chosen host, the alternates and, for
-    each removed host, the filter and its reason."""
+    one row per host marking the chosen host (``*``), the alternates
+    (``alt``) and, for each removed host, the filter, its reason and
+    detail. The table shows the normalised weights only (the raw ones
+    are in JSON and CSV) and ends with the NoValidHost histogram when
+    nothing fits."""
     if fmt == "json":
-        return json.dumps(document, indent=2, default=str)
-    selected = document["selected"]
-    roles = dict.fromkeys(selected[1:], "alternate")
-    if selected:
-        roles[selected[0]] = "chosen"
-    weighers = list(dict.fromkeys(
-        name for host in document["hosts"] for name in host["weights"]))
-    columns = ["host", "result", "weight", *weighers, "filtered_by",
-               "reason"]
-    rows = []
-    for host in document["hosts"]:
-        reason = host["reason"]
-        if host.get("detail"):
-            reason = f"{reason}: {host['detail']}"
-        role = ("filtered" if host["filtered_by"]
-                else roles.get(host["host"], "candidate"))
-        rows.append([host["host"], role, host["weight"],
-                     *[(host["weights"].get(name) or {}).get("normalized")
-                       for name in weighers],
-                     host["filtered_by"], reason])
-    text = table(columns, rows)
+        return _json(document)
+    columns, rows = _explain_rows(document)
+    if fmt == "csv":
+        return _csv(columns, rows)
+    shown = [i for i, c in enumerate(columns) if not c.endswith(".raw")]
+    text = table([columns[i].removesuffix(".normalized") for i in shown],
+                 [[row[i] for i in shown] for row in rows])
     if document.get("summary"):
         text += f"\n\nNo valid host: {document['summary']}"
     return text

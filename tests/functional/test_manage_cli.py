@@ -1,7 +1,9 @@
-"""``scheduler-manage hosts list`` and ``explain`` as operators run them,
-against a database holding a small synthetic fleet."""
+"""``scheduler-manage hosts list``, ``hosts show``, ``explain`` and
+``config check`` as operators run them, against a database holding a
+small synthetic fleet."""
 
 import csv
+import datetime
 import io
 import json
 
@@ -123,12 +125,19 @@ def test_hosts_list_formats(fleet, run_console_script):
     states = {line.split()[0]: line.split()[-1] for line in lines[2:]}
     assert states == {"big": "up", "mid": "up", "small": "up",
                       "garbled": "up", "off": "disabled"}
+    small = next(line.split() for line in lines if line.startswith("small"))
+    # Nodename as the host: not repeated; free/total (cpu_allocation_ratio
+    # 16), nothing pending.
+    assert small[1:8] == ["-", "c1", "nova", "128/128", "2048/2048",
+                          "100/100", "-"]
 
     as_json = json.loads(_manage(run_console_script, fleet, "hosts", "list",
                                  "--format", "json").stdout)
     by_host = {h["host"]: h for h in as_json}
     assert by_host["small"]["ram_mb_total"] == 2048
     assert by_host["garbled"]["metrics"] == 0
+    assert by_host["off"]["state"] == "disabled"
+    assert 0 <= by_host["big"]["metric_age_s"] < 60
 
     as_csv = list(csv.DictReader(io.StringIO(_manage(
         run_console_script, fleet, "hosts", "list", "--format",
@@ -136,6 +145,184 @@ def test_hosts_list_formats(fleet, run_console_script):
     assert {row["host"] for row in as_csv} == set(by_host)
     assert as_csv[0]["vcpus_total"] == str(by_host[as_csv[0]["host"]][
         "vcpus_total"])
+
+
+def _add_node_with_claim(db_url: str) -> None:
+    """``odd``: host ``odd`` on node ``odd-node``, disabled with a reason,
+    one malformed metric, and a claim newer than its last report."""
+    engine = sa.create_engine(db_url, poolclass=sa.pool.NullPool)
+    now = models.utcnow()
+    before = now - datetime.timedelta(minutes=1)
+    stamp = before.isoformat() + "Z"
+    with engine.begin() as connection:
+        node_id = connection.execute(
+            models.ComputeNode.__table__.insert().returning(
+                models.ComputeNode.__table__.c.id),
+            _node("odd", 8192, json.dumps([
+                {"name": "memory.free", "value": 4 * GIB,
+                 "timestamp": stamp, "source": "libvirt"},
+                {"name": "cpu.percent", "value": "high",
+                 "timestamp": stamp}]),
+                  hypervisor_hostname="odd-node", disabled=True,
+                  disabled_reason="maintenance",
+                  metrics_updated_at=before)).scalar_one()
+        connection.execute(models.Allocation.__table__.insert(), [{
+            "uuid": "11111111-1111-1111-1111-111111111111",
+            "instance_uuid": "22222222-2222-2222-2222-222222222222",
+            "compute_node_id": node_id, "vcpus": 2, "memory_mb": 1024,
+            "disk_gb": 10, "instance_group": "web", "created_at": now}])
+    engine.dispose()
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_hosts_show_formats(fleet, db_url, run_console_script):
+    _add_node_with_claim(db_url)
+    table = _manage(run_console_script, fleet, "hosts", "show", "odd-node")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    fields = dict(line.split(None, 1) for line in lines[:17])
+    assert fields["host"] == "odd" and fields["nodename"] == "odd-node"
+    assert fields["state"] == "disabled"
+    assert fields["disabled_reason"] == "maintenance"
+    assert (fields["pending_vcpus"], fields["pending_ram_mb"]) == ("2",
+                                                                 "1024")
+    memory = next(line.split() for line in lines
+                  if line.startswith("memory.free"))
+    # 1024 MB claimed since the report: the adjusted value is lower.
+    assert memory[1:3] == [str(4 * GIB), str(4 * GIB - 1024 * 2**20)]
+    assert memory[-1] == "libvirt" and 59 <= float(memory[3]) < 120
+    assert "bad metrics: cpu.percent" in lines
+    assert "networks: public" in lines
+    assert "instances: 22222222-2222-2222-2222-222222222222" in lines
+    assert "server groups: web" in lines
+
+    # By host name as well, since the host has a single node.
+    as_json = json.loads(_manage(run_console_script, fleet, "hosts", "show",
+                                 "odd", "--format", "json").stdout)
+    assert as_json["nodename"] == "odd-node"
+    assert as_json["bad_metrics"] == ["cpu.percent"]
+    assert as_json["cpu_info"] == {"arch": "x86_64"}
+    assert [m["name"] for m in as_json["metrics"]] == ["memory.free"]
+
+    as_csv = list(csv.DictReader(io.StringIO(_manage(
+        run_console_script, fleet, "hosts", "show", "odd", "--format",
+        "csv").stdout)))
+    assert {"field", "metric", "bad_metric", "cpu_info", "network",
+            "instance", "server_group"} == {row["kind"] for row in as_csv}
+    assert next(row["value"] for row in as_csv if row["kind"] == "field"
+                and row["name"] == "state") == "disabled"
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_hosts_show_unknown_host_exits_1(fleet, run_console_script):
+    result = _manage(run_console_script, fleet, "hosts", "show", "nope")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    # After the host cache's warning about "garbled".
+    assert result.stderr.strip().splitlines()[-1] == (
+        "scheduler-manage: error: no compute node 'nope' (5 known; see "
+        "hosts list)")
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_explain_table_and_csv(fleet, run_console_script):
+    args = ("explain", "--ram", "4096")
+    table = _manage(run_console_script, fleet, *args)
+    assert table.returncode == 0, table.stderr
+    rows = {line.split()[1] if line.startswith(("*", "alt")) else
+            line.split()[0]: line for line in table.stdout.splitlines()[2:]}
+    # The most free RAM wins; max_attempts 3: two alternates.
+    assert rows["big"].startswith("*  ")
+    assert rows["mid"].startswith("alt")
+    assert rows["garbled"].startswith("alt")
+    # Filter, reason and detail, in that order.
+    small = rows["small"]
+    assert small.index("RamFilter") < small.index("insufficient RAM") < \
+        small.index("needs 4096 MB")
+    off = rows["off"].split()
+    assert off[off.index("ComputeFilter") + 1] == "disabled"
+
+    as_csv = list(csv.DictReader(io.StringIO(_manage(
+        run_console_script, fleet, *args, "--format", "csv").stdout)))
+    assert [(row["sel"], row["host"]) for row in as_csv[:3]] == [
+        ("*", "big"), ("alt", "mid"), ("alt", "garbled")]
+    by_host = {row["host"]: row for row in as_csv}
+    assert by_host["small"]["filtered_by"] == "RamFilter"
+    assert by_host["small"]["weight"] == ""
+    assert float(by_host["big"]["RAMWeigher.raw"]) > float(
+        by_host["mid"]["RAMWeigher.raw"])
+
+
+def test_config_check_good_file(sqlite_url, write_config,
+                                run_console_script, tmp_path):
+    config = write_config({
+        "DEFAULT": {"transport_url": "rabbit://guest:guest@127.0.0.1/"},
+        "database": {"connection": sqlite_url},
+        "metrics": {"weight_setting": "cpu.percent=-1.0, memory.free=1"},
+        "filter_scheduler": {"weight_maximums": "RAMWeigher:8192"},
+        "scheduler": {"cluster_policies": "c1:power_saving"},
+        "policy:quiet": {"balancer": "none"},
+        "oslo_messaging_rabbit": {"heartbeat_timeout_threshold": 30},
+        "compute_monitor": {"interval": 30},
+    })
+    result = run_console_script("scheduler-manage", "config", "check",
+                                config_file=config)
+    assert (result.returncode, result.stdout) == (0, "configuration OK\n"), \
+        result.stderr
+    # Nothing was created: no database file, no state written.
+    assert not (tmp_path / "scheduler.sqlite").exists()
+
+
+def test_config_check_lists_every_problem(write_config, run_console_script,
+                                          tmp_path):
+    policies = tmp_path / "policies.json"
+    policies.write_text(json.dumps([{"id": "a"}, 7]))
+    config = write_config({
+        "DEFAULT": {"transport_url": "rabbit//broker"},
+        "database": {"connection": "not a url"},
+        "metrics": {"weight_setting": "cpu.percent=high", "max_age": -1},
+        "filter_scheduler": {
+            "host_subset_size": 0,
+            "enabled_filters": "ComputeFilter,NoSuchFilter",
+            "weight_classes": "RAMWeigher,NoSuchWeigher",
+            "weight_maximums": "RAMWeigher:-1,CPUWeigher:x"},
+        "filter_schedular": {"enabled_filters": "RamFilter"},
+        "scheduler": {"default_policy": "nope", "colour": "blue"},
+        "migration": {"policies_file": policies},
+    })
+    result = run_console_script("scheduler-manage", "config", "check",
+                                config_file=config)
+    assert result.returncode == 2
+    lines = result.stdout.splitlines()
+    expected = [
+        ("[DEFAULT] transport_url: value 'rabbit//broker':",),
+        ("[database] connection: value",),
+        ("[metrics] weight_setting: value 'cpu.percent=high':",
+         "not a number"),
+        ("[metrics] max_age: value '-1':", "greater than or equal to 0"),
+        ("[filter_scheduler] host_subset_size: value '0':",),
+        ("[filter_scheduler] enabled_filters: value 'NoSuchFilter':",
+         "scheduler.filters"),
+        ("[filter_scheduler] weight_classes: value 'NoSuchWeigher':",
+         "scheduler.weighers"),
+        ("[filter_scheduler] weight_maximums: value '-1':",),
+        ("[filter_scheduler] weight_maximums: value 'x':",),
+        ("[filter_schedular] enabled_filters: value 'RamFilter':",
+         "unknown group"),
+        ("[scheduler] colour: value 'blue':", "unknown option"),
+        ("[scheduler] default_policy: value 'nope':", "unknown policy"),
+        ("[migration] policies_file:", "policy 'a'"),
+        ("[migration] policies_file:", "policy '#1'"),
+    ]
+    for parts in expected:
+        matching = [line for line in lines
+                    if line.startswith(parts[0]) and all(
+                        part in line for part in parts[1:])]
+        assert len(matching) == 1, (parts, lines)
+    assert len(lines) == len(expected), lines
+    assert result.stderr.strip() == (
+        f"scheduler-manage: error: {len(expected)} configuration "
+        f"problem(s) in {config}")
 
 
 def test_demo_runs_on_embedded_defaults(write_config, run_console_script,
