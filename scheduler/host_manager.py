@@ -30,6 +30,7 @@ import numpy as np
 import sqlalchemy as sa
 from oslo_config import cfg
 from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
 
 from scheduler.db import api as db_api
 from scheduler.db import models
@@ -665,15 +666,28 @@ class HostManager:
         ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
                   opts.disk_allocation_ratio)
         began = time.perf_counter()
-        # One connection, so that SQLite reads the nodes and their claims
-        # in one snapshot. On other backends a claim committed between the
-        # two statements bumps its node's key, which the next refresh sees.
-        with db_api.get_engine(self.conf).connect() as connection:
-            if full:
-                changes = self._read_all(connection, ratios)
-            else:
-                changes = self._read_changed(connection, now,
-                                             opts.refresh_overlap, ratios)
+        # No pre-ping round trip on every request: a pooled connection
+        # the database dropped fails the first statement instead, and the
+        # refresh runs once more on a fresh one.
+        engine = db_api.get_engine(self.conf, pre_ping=False)
+        for attempt in (1, 2):
+            try:
+                # One connection, so that SQLite reads the nodes and their
+                # claims in one snapshot. On other backends a claim
+                # committed between the two statements bumps its node's
+                # key, which the next refresh sees.
+                with engine.connect() as connection:
+                    if full:
+                        changes = self._read_all(connection, ratios)
+                    else:
+                        changes = self._read_changed(
+                            connection, now, opts.refresh_overlap, ratios)
+                break
+            except sa_exc.DBAPIError as e:
+                if not e.connection_invalidated or attempt == 2:
+                    raise
+                LOG.info("Database connection lost; refreshing the host "
+                         "cache on a new one: %s", db_api.one_line(e))
         self._apply(changes)
         if full:
             # A full load reads the overlap window too.
