@@ -32,6 +32,9 @@ from scheduler.db import api as db_api
 from scheduler.migration import policies as migration_policies
 from scheduler.weights import normalization
 
+#: Shown instead of the value of an option nobody reads.
+HIDDEN = "***"
+
 Check = Callable[[cfg.ConfigOpts], Iterable[exception.ConfigError]]
 
 
@@ -69,14 +72,16 @@ def unknown_options(conf: cfg.ConfigOpts) -> Iterator[exception.ConfigError]:
         except (OSError, cfg.ParseError):
             continue  # parsed once already: conf() reported it
         for section, keys in sections.items():
-            for key, values in keys.items():
+            for key in keys:
+                # The value is not shown: a misspelt password option is
+                # not known to be secret.
                 if section not in known:
                     yield exception.ConfigError(
-                        section, key, values[-1],
+                        section, key, HIDDEN,
                         f"unknown group [{section}] in {path}")
                 elif key not in known[section]:
                     yield exception.ConfigError(
-                        section, key, values[-1],
+                        section, key, HIDDEN,
                         f"unknown option of [{section}] in {path}")
 
 

@@ -126,8 +126,9 @@ def config_check(conf: cfg.ConfigOpts) -> int:
     for line in problems:
         print(line)
     if problems:
+        files = ", ".join(conf.config_file) or "the defaults"
         print(f"{PROG}: error: {len(problems)} configuration problem(s) in "
-              f"{', '.join(conf.config_file)}", file=sys.stderr)
+              f"{files}", file=sys.stderr)
         return common.CONFIG_ERROR_EXIT
     print("configuration OK")
     return 0

@@ -1,0 +1,74 @@
+"""``scheduler-manage config check``: each check on its own, each problem
+once, unknown groups and options found without false alarms."""
+
+import json
+
+import pytest
+from oslo_config import cfg
+
+from scheduler import conf as scheduler_conf
+from scheduler.cmd import config_check
+
+
+@pytest.fixture
+def load(tmp_path):
+    """Parse ``text`` as the only config file of a private ConfigOpts."""
+    def parse(text: str, *register) -> cfg.ConfigOpts:
+        path = tmp_path / "scheduler.conf"
+        path.write_text(text)
+        conf = cfg.ConfigOpts()
+        scheduler_conf.register_opts(conf)
+        for group, opt in register:
+            conf.register_opt(opt, group=group)
+        conf(["--config-file", str(path)], project="scheduler")
+        return conf
+    return parse
+
+
+def test_defaults_have_no_problem(load):
+    assert config_check.problems(load("[DEFAULT]\n")) == []
+
+
+def test_deprecated_names_and_policy_groups_are_known(load):
+    conf = load("[extra]\nold_name = 1\ntypo = 2\n"
+                "[policy:quiet]\nbalancer = none\ncolour = blue\n",
+                ("extra", cfg.StrOpt("new_name",
+                                     deprecated_name="old_name")))
+    assert config_check.problems(conf) == [
+        "[extra] typo: value '***': unknown option of [extra] in "
+        f"{conf.config_file[0]}",
+        "[policy:quiet] colour: value '***': unknown option of "
+        f"[policy:quiet] in {conf.config_file[0]}",
+    ]
+
+
+def test_unreadable_option_is_reported_once(load):
+    # weight_maximums cannot be read: the type check says so, and the
+    # weight_maximums check, which reads it again, adds nothing.
+    lines = config_check.problems(load(
+        "[filter_scheduler]\nweight_maximums = RAMWeigher\n"))
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        "[filter_scheduler] weight_maximums: value 'RAMWeigher':")
+
+
+def test_policies_file_problem_listed_once(load, tmp_path):
+    policies = tmp_path / "policies.json"
+    policies.write_text(json.dumps([{"id": "a"}]))
+    # The file check and the start-up validator both find policy 'a'.
+    lines = config_check.problems(load(
+        f"[migration]\npolicies_file = {policies}\n"))
+    assert len(lines) == 1
+    assert lines[0].startswith(f"[migration] policies_file: value "
+                               f"'{policies}': policy 'a': ")
+
+
+def test_checks_run_independently(load):
+    lines = config_check.problems(load(
+        "[database]\nconnection = nope\n"
+        "[filter_scheduler]\nenabled_filters = Nope\n"
+        "weight_maximums = RAMWeigher:0\n"
+        "[scheduler]\ndefault_policy = missing\n"))
+    assert [line.split(":")[0] for line in lines] == [
+        "[database] connection", "[filter_scheduler] enabled_filters",
+        "[filter_scheduler] weight_maximums", "[scheduler] default_policy"]
