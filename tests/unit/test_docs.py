@@ -1,0 +1,105 @@
+"""The operator documentation stays true to the code it describes.
+
+Links between docs/*.md and the README must land on a file and heading
+that exist (sections get renamed), and the operator guide's metric table
+must name every metric the built-in monitors can report.
+"""
+
+import pathlib
+import re
+
+import pytest
+from oslo_config import cfg
+
+from compute_monitor import conf as monitor_conf
+from compute_monitor.monitors import cpu
+from compute_monitor.monitors import disk
+from compute_monitor.monitors import memory
+from compute_monitor.monitors import network
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.glob("*.md")) + [ROOT / "README.md"]
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_HEADING = re.compile(r"^#{1,6} +(.+?) *#*$")
+_FENCE = re.compile(r"^(```|~~~)")
+
+
+def headings(text: str) -> list[str]:
+    """Heading lines outside fenced code blocks."""
+    found, fenced = [], False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (match := _HEADING.match(line)):
+            found.append(match.group(1))
+    return found
+
+
+def anchors(text: str) -> set[str]:
+    """GitHub's anchors of a page: lower case, punctuation dropped, spaces
+    as hyphens, repeated headings numbered -1, -2, ..."""
+    seen: dict[str, int] = {}
+    result = set()
+    for heading in headings(text):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        result.add(slug if count == 0 else f"{slug}-{count}")
+    return result
+
+
+def local_links(page: pathlib.Path) -> list[tuple[pathlib.Path, str]]:
+    """(target file, anchor or '') of every link that is not a URL."""
+    links = []
+    for target in _LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        resolved = (page.parent / path).resolve() if path else page
+        links.append((resolved, anchor))
+    return links
+
+
+def test_anchor_rules_follow_github():
+    text = ("## Filters (`[filter_scheduler] enabled_filters`)\n"
+            "### Operating the scheduler: `scheduler-manage`\n"
+            "```\n# not a heading\n```\n"
+            "## Notes\n## Notes\n")
+    assert anchors(text) == {"filters-filter_scheduler-enabled_filters",
+                             "operating-the-scheduler-scheduler-manage",
+                             "notes", "notes-1"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_links_reach_existing_files_and_headings(page):
+    broken = []
+    for target, anchor in local_links(page):
+        if not target.exists():
+            broken.append(f"{target.relative_to(ROOT)}: no such file")
+        elif anchor and target.suffix == ".md" and anchor not in anchors(
+                target.read_text(encoding="utf-8")):
+            broken.append(f"{target.relative_to(ROOT)}#{anchor}: "
+                          "no such heading")
+    assert not broken, broken
+
+
+def test_readme_links_every_docs_page():
+    linked = {target for target, _ in local_links(ROOT / "README.md")}
+    assert not [p.name for p in DOCS.glob("*.md") if p.resolve()
+                not in linked]
+
+
+def test_operator_guide_lists_every_builtin_metric():
+    conf = cfg.ConfigOpts()
+    monitor_conf.register_opts(conf)
+    conf([])
+    names = set()
+    for monitor in (cpu.CpuMonitor, memory.MemoryMonitor,
+                    network.NetworkMonitor, disk.DiskMonitor):
+        names |= monitor(conf).get_metric_names()
+    guide = (DOCS / "operator-guide.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `([a-z0-9_.]+)` \| `", guide,
+                                re.MULTILINE))
+    assert names - documented == set()
