@@ -54,9 +54,11 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from scheduler import claims
+from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
+from scheduler.balancer.planner import BalancePlanner
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.filters import json_filter
@@ -604,10 +606,14 @@ class SchedulerManager:
     """select_destinations / explain / release over one database.
 
     Thread-safe: one manager serves every RPC thread of a worker process;
-    the filter scheduler and its host cache are shared, each call works on
-    its own request objects and database connections. ``scheduler`` may be
-    given (tests: a seeded random generator); by default one is built from
-    ``conf``.
+    the filter schedulers and their host cache are shared, each call works
+    on its own request objects and database connections.
+
+    A request's ``cluster`` picks the filter scheduler: that of the
+    cluster's policy (``[scheduler] cluster_policies``, else
+    ``default_policy``), or ``scheduler`` for ``[filter_scheduler]``.
+    ``scheduler`` may be given (tests: a seeded random generator); by
+    default one is built from ``conf``.
     """
 
     def __init__(self, conf: cfg.ConfigOpts,
@@ -615,6 +621,12 @@ class SchedulerManager:
         self.conf = conf
         self.scheduler = scheduler or filter_scheduler.FilterScheduler(conf)
         self.host_manager = self.scheduler.host_manager
+        self.policies = cluster_policy.load_policies(conf)
+        self._schedulers = self.policies.schedulers(conf, self.host_manager)
+        self._schedulers[None] = self.scheduler
+        #: Plans balancing migrations (``balance()``, the periodic task).
+        self.planner = BalancePlanner(conf, self.host_manager,
+                                      self.policies)
         self.claims = claims.Claims(conf)
         self.deferred_releases = claims.DeferredReleases(self.claims)
         self.stats = ManagerStats()
@@ -651,7 +663,7 @@ class SchedulerManager:
         # Extra specs and hints are checked before anything is locked or
         # claimed; the spec is then reused by the first decision.
         spec = self._spec(spec_dict, uuids)
-        self.scheduler.validate(spec)
+        self._scheduler(spec).validate(spec)
         self.stats.add(requests=1)
         opts = self.conf.scheduler
         deadline = time.monotonic() + opts.pending_retry_timeout
@@ -786,7 +798,7 @@ class SchedulerManager:
             # (their generation moved), unless those committed late.
             hosts = self._hosts_not_known_full(taken)
             try:
-                decisions = self.scheduler.select(spec, hosts)
+                decisions = self._scheduler(spec).select(spec, hosts)
             except exception.NoValidHost as e:
                 raise _Unplaceable(str(e), _pending_in_cluster(
                     hosts or self.host_manager.host_states(),
@@ -895,7 +907,23 @@ class SchedulerManager:
         spec_dict, _ = validate_request(request_spec)
         spec = self._spec(spec_dict)
         with self._database_errors("explain"):
-            return self.scheduler.explain(spec).as_dict()
+            return self._scheduler(spec).explain(spec).as_dict()
+
+    def _scheduler(self, spec: RequestSpec
+                   ) -> filter_scheduler.FilterScheduler:
+        """The filter scheduler of the request's cluster policy."""
+        return self._schedulers[self.policies.name_for(spec.cluster)]
+
+    # balance
+
+    def balance(self, cluster: str | None = None,
+                dry_run: bool = False) -> list[dict]:
+        """One balancing tick now (``BalancePlanner.balance``): the
+        migrations planned, at most one per cluster, or that would be
+        when ``dry_run``."""
+        with self._database_errors("balance"):
+            return [migration.as_dict() for migration
+                    in self.planner.balance(cluster, dry_run)]
 
     def release(self, instance_uuid: str) -> bool:
         """Free the instance's claim; False when it held none."""

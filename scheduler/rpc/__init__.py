@@ -16,11 +16,14 @@ from scheduler.conf import messaging as messaging_conf
 messaging_conf.use_threading_backend()
 
 #: Version of the RPC API; bump the minor version for compatible additions.
-RPC_API_VERSION = "1.0"
+#: 1.1 added ``balance``.
+RPC_API_VERSION = "1.1"
 
 #: Event types of the notifications around select_destinations.
 SELECT_START = "scheduler.select_destinations.start"
 SELECT_END = "scheduler.select_destinations.end"
+#: Event type of the notification of each migration a balancer planned.
+MIGRATION_PLANNED = "scheduler.balance.migration_planned"
 
 #: Modules whose exceptions a client rebuilds as the same local classes
 #: instead of oslo_messaging.RemoteError.

@@ -105,9 +105,10 @@ class SchedulerAPI:
             transport = oslo_messaging.get_rpc_transport(
                 conf, allowed_remote_exmods=rpc.ALLOWED_REMOTE_EXMODS)
         self.transport = transport
+        # Each call asks for the version that introduced its method, so
+        # that services not yet upgraded keep serving the older ones.
         self.target = oslo_messaging.Target(
-            topic=topic or conf.scheduler_topic,
-            version=rpc.RPC_API_VERSION)
+            topic=topic or conf.scheduler_topic, version="1.0")
         self._client = oslo_messaging.get_rpc_client(
             transport, self.target, timeout=self.timeout, retry=retry)
         self._broker = rpc.safe_transport_url(conf.transport_url or "")
@@ -142,6 +143,14 @@ class SchedulerAPI:
         """Free the instance's claim; False when it held none."""
         return self._call(context, "release", instance_uuid=instance_uuid)
 
+    def balance(self, cluster: str | None = None, dry_run: bool = False,
+                context: dict | None = None) -> list[dict]:
+        """One balancing tick now, in ``cluster`` (None: every cluster
+        whose policy has a balancer); the migrations it planned (at most
+        one per cluster), or would plan when ``dry_run``. API 1.1."""
+        return self._call(context, "balance", version="1.1",
+                          cluster=cluster, dry_run=dry_run)
+
     def close(self) -> None:
         """Release the broker connections of a transport created here."""
         if self._owns_transport and self._reply_ready.is_set():
@@ -156,14 +165,14 @@ class SchedulerAPI:
         self.close()
 
     def _call(self, context: dict | None, method: str,
-              **kwargs: Any) -> Any:
+              version: str = "1.0", **kwargs: Any) -> Any:
         ctxt = dict(context or {})
         # Correlates the caller's logs with the service's.
         ctxt.setdefault("request_id", f"req-{uuid.uuid4()}")
         deadline = time.monotonic() + self.timeout
         self._wait_reply_queue(deadline)
         remaining = max(deadline - time.monotonic(), 0.001)
-        client = self._client.prepare(timeout=remaining)
+        client = self._client.prepare(timeout=remaining, version=version)
         try:
             return client.call(ctxt, method, **kwargs)
         except Exception as e:

@@ -15,6 +15,7 @@ one process; ``SchedulerWorker`` is that process as an oslo.service
 service, and ``run_workers`` forks several of them.
 """
 
+import functools
 import reprlib
 import threading
 import time
@@ -29,6 +30,7 @@ from oslo_service import service as oslo_service
 
 from scheduler import exception
 from scheduler import rpc
+from scheduler.balancer.task import PeriodicBalancer
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.rpc import notifications
@@ -62,6 +64,8 @@ class Manager(Protocol):
     def explain(self, request_spec: dict) -> dict: ...
 
     def release(self, instance_uuid: str) -> bool: ...
+
+    def balance(self, cluster: str | None, dry_run: bool) -> list[dict]: ...
 
 
 def _wrong_type(name: str, value: object, expected: str
@@ -142,6 +146,21 @@ class SchedulerEndpoint:
     def release(self, ctxt: dict, instance_uuid: str) -> bool:
         """Free the instance's claim; False when it held none."""
         return self._guard("release", ctxt, self._release, instance_uuid)
+
+    @oslo_messaging.expected_exceptions(exception.InvalidRequest,
+                                        exception.NoValidHost,
+                                        rpc.SchedulerInternalError)
+    def balance(self, ctxt: dict, cluster: str | None = None,
+                dry_run: bool = False) -> list[dict]:
+        """One balancing tick now; the migrations planned (API 1.1)."""
+        return self._guard("balance", ctxt, self._balance, cluster,
+                           dry_run)
+
+    def _balance(self, cluster: object, dry_run: object) -> list[dict]:
+        if cluster is not None and not isinstance(cluster, str):
+            raise _wrong_type("cluster", cluster, "string")
+        return self.manager.balance(cluster,
+                                    check_bool(dry_run, "dry_run"))
 
     def _select(self, ctxt: dict, request_spec: object,
                 instance_uuids: object, return_alternates: object
@@ -301,6 +320,18 @@ class SchedulerRPCService:
         if started:
             self._stop_server()
 
+    def periodic_balancer(self) -> "PeriodicBalancer | None":
+        """Start the balancing loop of ``[balancer] interval`` (None when
+        it is 0); every migration planned, by the loop or the
+        ``balance`` call, is notified as ``MIGRATION_PLANNED``."""
+        planner = getattr(self.endpoint.manager, "planner", None)
+        if planner is None:
+            return None
+        planner.on_planned = functools.partial(
+            self.notifier.info, {}, rpc.MIGRATION_PLANNED)
+        balancing = PeriodicBalancer(self.conf, planner)
+        return balancing if balancing.start() else None
+
     def _stop_server(self) -> None:
         self.server.stop()
         self.server.wait()
@@ -328,6 +359,7 @@ class SchedulerWorker(oslo_service.ServiceBase):
         self.manager = manager
         self.manager_factory = manager_factory
         self.rpc_service: SchedulerRPCService | None = None
+        self.balancing: PeriodicBalancer | None = None
         self._stopped = threading.Event()
 
     def start(self) -> None:
@@ -343,6 +375,7 @@ class SchedulerWorker(oslo_service.ServiceBase):
         if self._stopped.is_set():
             self.rpc_service.stop()
             return
+        self.balancing = self.rpc_service.periodic_balancer()
         broker = rpc.safe_transport_url(self.conf.transport_url)
         LOG.info("Connecting to message broker %s", broker)
         notice = threading.Timer(BROKER_WAIT_NOTICE, LOG.warning, args=(
@@ -366,8 +399,11 @@ class SchedulerWorker(oslo_service.ServiceBase):
                  if waited >= BROKER_WAIT_NOTICE else "")
 
     def stop(self, graceful: bool = True) -> None:
-        """Stop consuming and finish the requests in progress."""
+        """Stop balancing and consuming; finish the requests in
+        progress."""
         self._stopped.set()
+        if self.balancing is not None:
+            self.balancing.stop()
         if self.rpc_service is not None:
             self.rpc_service.stop()
 

@@ -1027,3 +1027,40 @@ def test_a_claim_handed_back_by_a_retry_is_not_released(mgr, engine):
     assert again["allocation_id"] == held["allocation_id"]
     assert mgr.deferred_releases.pending() == []
     assert len(allocations(engine)) == 1
+
+
+# Cluster policies and balancing
+
+
+def test_the_request_cluster_picks_its_policy(conf, engine):
+    conf.set_override("weight_classes", ["RAMWeigher"],
+                      group="filter_scheduler")
+    conf.set_override("cluster_policies", {"packed": "power_saving"},
+                      group="scheduler")
+    add_node(engine, "roomy", vcpus=8, memory_mb=16384, cluster="packed")
+    add_node(engine, "tight", vcpus=8, memory_mb=4096, cluster="packed")
+    mgr = make_manager(conf)
+    # power_saving packs (RAMWeigher:-1, CPUWeigher:-1 ...): the fullest
+    # host that fits.
+    assert mgr.explain(spec(cluster="packed"))["selected"][0] == "tight"
+    packed, = mgr.select_destinations(spec(cluster="packed"), uuids(1))
+    assert packed[0]["host"] == "tight"
+    # Without a cluster, [filter_scheduler] spreads: the roomiest host.
+    spread, = mgr.select_destinations(spec(), uuids(1))
+    assert spread[0]["host"] == "roomy"
+
+
+def test_balance_plans_nothing_without_a_balancer(mgr, engine):
+    add_node(engine, "a")
+    assert mgr.balance() == []
+    assert mgr.balance("c1", dry_run=True) == []
+
+
+def test_balance_database_error_is_clear(mgr, monkeypatch):
+    def broken(cluster, dry_run):
+        raise sa_exc.OperationalError("SELECT", {}, Exception("gone"))
+
+    monkeypatch.setattr(mgr.planner, "balance", broken)
+    with pytest.raises(claims.DatabaseError,
+                       match="balance failed on a database error"):
+        mgr.balance()

@@ -51,6 +51,7 @@ class FakeManager:
         self.calls: list[tuple] = []
         self.error: BaseException | None = None
         self.released: set[str] = {UUID1}
+        self.planner = FakePlanner()
 
     def _record(self, *call: object) -> None:
         self.calls.append(call)
@@ -72,6 +73,16 @@ class FakeManager:
     def release(self, instance_uuid):
         self._record("release", instance_uuid)
         return instance_uuid in self.released
+
+    def balance(self, cluster, dry_run):
+        self._record("balance", cluster, dry_run)
+        return [PLANNED]
+
+
+class FakePlanner:
+    """What the service hooks its notifications to."""
+
+    on_planned = None
 
 
 def _make_conf() -> cfg.ConfigOpts:
@@ -619,3 +630,51 @@ def test_several_workers_need_a_shared_broker(conf):
         service_cmd._validate_transport(conf)
     conf.set_override("transport_url", "rabbit://guest:guest@127.0.0.1/")
     service_cmd._validate_transport(conf)
+
+
+# balance (API 1.1)
+
+PLANNED = {"uuid": UUID1, "source_host": "node-1", "dest_host": "node-2",
+           "state": "planned"}
+
+
+def test_balance_round_trip(api, manager):
+    assert api.balance("c1", dry_run=True) == [PLANNED]
+    assert manager.calls == [("balance", "c1", True)]
+    api.balance()
+    assert manager.calls[-1] == ("balance", None, False)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"cluster": 5}, "cluster: 5 is not of type 'string'"),
+    ({"dry_run": "yes"}, "dry_run: 'yes' is not of type 'boolean'"),
+])
+def test_balance_arguments_are_checked(api, manager, kwargs, message):
+    with pytest.raises(exception.InvalidRequest, match=message):
+        api.balance(**kwargs)
+    assert manager.calls == []
+
+
+def test_planned_migrations_are_notified(bus, manager, notifications):
+    bus.conf.set_override("interval", 0, group="balancer")
+    # No periodic task with interval 0; the notification hook is set.
+    assert bus.service.periodic_balancer() is None
+    manager.planner.on_planned(PLANNED)
+    bus.conf.clear_override("interval", group="balancer")
+    _ctxt, publisher, event_type, payload = _next(notifications)
+    assert (publisher, event_type, payload) == (
+        "scheduler.sched-1", rpc.MIGRATION_PLANNED, PLANNED)
+
+
+def test_periodic_balancing_starts_with_an_interval(bus, manager):
+    bus.conf.set_override("interval", 3600, group="balancer")
+    planner = manager.planner
+    planner.balance = lambda **kwargs: []
+    balancing = bus.service.periodic_balancer()
+    try:
+        assert balancing is not None
+        assert balancing.interval == 3600
+    finally:
+        balancing.stop(timeout=5)
+        bus.conf.clear_override("interval", group="balancer")
+
