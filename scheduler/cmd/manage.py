@@ -1,4 +1,5 @@
-"""``scheduler-manage``: operator commands (schema, hosts, explain)."""
+"""``scheduler-manage``: operator commands (schema, hosts, explain, config
+check, demo)."""
 
 import datetime
 import sys

@@ -10,6 +10,7 @@ import pytest
 
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
+from scheduler.cmd import manage
 from scheduler.cmd import output
 
 NOW = datetime.datetime(2026, 1, 1, 12, 0, 0)
@@ -234,3 +235,23 @@ def test_explain_csv_raw_and_normalized_weights():
 ])
 def test_empty_fleet_renders_header_only(fmt, expected):
     assert output.hosts([], fmt).splitlines()[0] == expected
+
+
+def test_hosts_show_finds_a_node_by_node_or_single_host_name():
+    busy, idle, off = fleet()
+    twin = hm.HostState(node_id=5, uuid="u5", host="idle",
+                        nodename="idle-2")
+    hosts = [busy, idle, off, twin]
+    assert manage._find_host(hosts, "busy.node") is busy
+    assert manage._find_host(hosts, "busy") is busy
+    # A node name wins over the host name it shares.
+    assert manage._find_host(hosts, "idle") is idle
+    assert manage._find_host(hosts, "idle-2") is twin
+    with pytest.raises(LookupError, match="no compute node 'nope' "
+                       r"\(4 known"):
+        manage._find_host(hosts, "nope")
+    twin.nodename = "idle-b"
+    idle.nodename = "idle-a"
+    with pytest.raises(LookupError, match="host 'idle' has 2 nodes; name "
+                       "one of idle-a, idle-b"):
+        manage._find_host(hosts, "idle")
