@@ -4,6 +4,7 @@ import pytest
 from oslo_config import cfg
 
 from compute_monitor import conf as monitor_conf
+from scheduler import conf as scheduler_conf
 from scheduler.db import api as db_api
 from scheduler.db import migration
 
@@ -25,3 +26,24 @@ def monitor_config(tmp_path) -> cfg.ConfigOpts:
 def synced_monitor_config(monitor_config) -> cfg.ConfigOpts:
     migration.db_sync(db_api.get_engine(monitor_config))
     return monitor_config
+
+
+@pytest.fixture
+def scheduler_config(tmp_path) -> cfg.ConfigOpts:
+    """A private ConfigOpts with the scheduler's options, on a fresh
+    SQLite database with the schema."""
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    conf.set_override("connection", f"sqlite:///{tmp_path}/scheduler.sqlite",
+                      group="database")
+    conf.set_override("state_path", str(tmp_path))
+    migration.db_sync(db_api.get_engine(conf))
+    yield conf
+    db_api.dispose_engines()
+
+
+@pytest.fixture
+def engine(scheduler_config):
+    return db_api.get_engine(scheduler_config)
+

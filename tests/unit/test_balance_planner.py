@@ -21,17 +21,13 @@ import uuid
 
 import pytest
 import sqlalchemy as sa
-from oslo_config import cfg
 
 from scheduler import cluster_policy
-from scheduler import conf as scheduler_conf
 from scheduler import host_manager as hm
 from scheduler.balancer import history as history_mod
 from scheduler.balancer import migrations as migrations_mod
 from scheduler.balancer import planner as planner_mod
 from scheduler.balancer.task import PeriodicBalancer
-from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
 
 NODES = models.ComputeNode.__table__
@@ -47,22 +43,12 @@ LOW = 20.0
 
 
 @pytest.fixture
-def conf(tmp_path):
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    conf.set_override("connection", f"sqlite:///{tmp_path}/balance.sqlite",
-                      group="database")
-    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
-    conf.set_override("host_subset_size", 1, group="filter_scheduler")
-    migration.db_sync(db_api.get_engine(conf))
-    yield conf
-    db_api.dispose_engines()
-
-
-@pytest.fixture
-def engine(conf):
-    return db_api.get_engine(conf)
+def conf(scheduler_config):
+    scheduler_config.set_override("cpu_allocation_ratio", 1.0,
+                                  group="filter_scheduler")
+    scheduler_config.set_override("host_subset_size", 1,
+                                  group="filter_scheduler")
+    return scheduler_config
 
 
 @dataclasses.dataclass

@@ -6,13 +6,10 @@ import uuid
 
 import pytest
 import sqlalchemy as sa
-from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 
 from scheduler import claims
-from scheduler import conf as scheduler_conf
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
 
 NODES = models.ComputeNode.__table__
@@ -21,20 +18,8 @@ ONE = claims.Usage(vcpus=1, memory_mb=512, disk_gb=1)
 
 
 @pytest.fixture
-def conf(tmp_path):
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    conf.set_override("connection", f"sqlite:///{tmp_path}/claims.sqlite",
-                      group="database")
-    migration.db_sync(db_api.get_engine(conf))
-    yield conf
-    db_api.dispose_engines()
-
-
-@pytest.fixture
-def engine(conf):
-    return db_api.get_engine(conf)
+def conf(scheduler_config):
+    return scheduler_config
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import jsonschema
 import pytest
 import sqlalchemy as sa
 from hypothesis import strategies as st
-from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 
 from scheduler import claims
@@ -21,9 +20,7 @@ from scheduler import exception
 from scheduler import filter_scheduler
 from scheduler import manager
 from scheduler.conf import opts as scheduler_opts
-from scheduler.db import api as db_api
 from scheduler.db import locks
-from scheduler.db import migration
 from scheduler.db import models
 
 NODES = models.ComputeNode.__table__
@@ -32,25 +29,11 @@ ENTRY_KEYS = {"host", "nodename", "uuid", "weight", "allocation_id"}
 
 
 @pytest.fixture
-def conf(tmp_path):
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    conf.set_override("connection", f"sqlite:///{tmp_path}/manager.sqlite",
-                      group="database")
-    conf.set_override("state_path", str(tmp_path))
-    for name, value in (("cpu_allocation_ratio", 1.0),
-                        ("ram_allocation_ratio", 1.0),
-                        ("disk_allocation_ratio", 1.0)):
-        conf.set_override(name, value, group="filter_scheduler")
-    migration.db_sync(db_api.get_engine(conf))
-    yield conf
-    db_api.dispose_engines()
-
-
-@pytest.fixture
-def engine(conf):
-    return db_api.get_engine(conf)
+def conf(scheduler_config):
+    for name in ("cpu_allocation_ratio", "ram_allocation_ratio",
+                 "disk_allocation_ratio"):
+        scheduler_config.set_override(name, 1.0, group="filter_scheduler")
+    return scheduler_config
 
 
 def make_manager(conf, seed=1) -> manager.SchedulerManager:

@@ -4,11 +4,8 @@ import uuid
 
 import numpy as np
 import pytest
-from oslo_config import cfg
 
-from scheduler import conf as scheduler_conf
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
 from scheduler.filters.migration_limit_filter import MigrationLimitFilter
 from scheduler.host_manager import HostState
@@ -17,15 +14,8 @@ from scheduler.request_spec import RequestSpec
 
 
 @pytest.fixture
-def conf(tmp_path):
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    conf.set_override("connection", f"sqlite:///{tmp_path}/m.sqlite",
-                      group="database")
-    migration.db_sync(db_api.get_engine(conf))
-    yield conf
-    db_api.dispose_engines()
+def conf(scheduler_config):
+    return scheduler_config
 
 
 def plan(conf, dest: int, state: str = "planned") -> None:
