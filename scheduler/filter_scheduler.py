@@ -23,6 +23,7 @@ from stevedore import named
 from scheduler import exception
 from scheduler import filters
 from scheduler import host_manager as hm
+from scheduler import observability
 from scheduler import weights
 from scheduler.db import models
 from scheduler.host_table import HostTable
@@ -62,6 +63,12 @@ class Decision:
     selected_rows: list[int] = dataclasses.field(
         default_factory=list, repr=False, compare=False)
     summary: str = ""
+    #: Hosts that passed every filter and weigher, and hosts considered.
+    candidates: int = 0
+    hosts: int = 0
+    #: Hosts removed, by the name of the filter (or weigher) that did.
+    removed_by: dict[str, int] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False)
     # Builds ``results``, on first use only.
     _explain: Callable[[], list[HostResult]] = dataclasses.field(
         default=list, repr=False, compare=False)
@@ -199,6 +206,7 @@ class FilterScheduler:
         self._factors = dict(self.pipeline.weighers)
         normalization.validate_weight_maximums(conf)
         self._rng = rng or random.SystemRandom()
+        self._metrics = observability.metrics()
 
     def validate(self, spec: RequestSpec) -> None:
         """Reject malformed input before any host is looked at."""
@@ -228,6 +236,7 @@ class FilterScheduler:
         decisions = []
         for number, instance_uuid in enumerate(uuids):
             decision = self._decide(spec, table)
+            self._metrics.removed(decision.removed_by)
             if not decision.selected:
                 raise exception.NoValidHost(decision.summary)
             # Copy-on-write: the chosen host is copied before consume(),
@@ -266,6 +275,8 @@ class FilterScheduler:
             selected=[hosts[row] for row in picked_rows],
             selected_weights=weighed.totals[picked].tolist(),
             selected_rows=picked_rows,
+            candidates=len(weighed.rows), hosts=len(hosts),
+            removed_by=removed.counts(),
             summary="" if picked else histogram(
                 len(hosts), [_result(record)
                              for record in removed.records(spec)]),
@@ -383,6 +394,15 @@ class _Removed:
                 ) -> None:
         if mask.any():
             self._batches.append((host_filter, np.flatnonzero(mask)))
+
+    def counts(self) -> dict[str, int]:
+        """Hosts removed by each filter or weigher, by name; asks no
+        filter why."""
+        counts = collections.Counter(judge.name
+                                     for _row, judge, _why in self._known)
+        for host_filter, rows in self._batches:
+            counts[host_filter.name] += len(rows)
+        return counts
 
     def records(self, spec: RequestSpec) -> list[tuple[int, _Rejected]]:
         """(row, (host, judge's name, rejection)) of every removed host,

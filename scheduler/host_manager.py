@@ -32,6 +32,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
+from scheduler import observability
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.host_table import HostTable
@@ -698,6 +699,8 @@ class HostManager:
             rows_decoded=changes.rows_decoded,
             allocations_read=changes.allocations_read,
             hosts=len(self._ordered))
+        observability.metrics().refreshed(full, self.last_refresh.duration,
+                                          changes.rows_fetched)
 
     def _read_all(self, connection: sa.Connection,
                   ratios: tuple[float, float, float]) -> _Changes:

@@ -58,6 +58,7 @@ from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
+from scheduler import observability
 from scheduler.balancer.planner import BalancePlanner
 from scheduler.db import api as db_api
 from scheduler.db import locks
@@ -526,7 +527,11 @@ def validate_request(request_spec: object,
 @dataclasses.dataclass
 class ManagerStats:
     """What a SchedulerManager did since it started (logs, tests,
-    benchmarks). Read with ``as_dict()``."""
+    benchmarks). Read with ``as_dict()``.
+
+    Every count also moves the Prometheus counter of the process that
+    ``observability.MANAGER_COUNTERS`` names for it.
+    """
 
     #: select_destinations calls that passed validation.
     requests: int = 0
@@ -547,11 +552,18 @@ class ManagerStats:
     pending_waits: int = 0
     _lock: threading.Lock = dataclasses.field(
         default_factory=threading.Lock, repr=False, compare=False)
+    _exported: dict = dataclasses.field(
+        default_factory=lambda: observability.metrics().manager_counters,
+        repr=False, compare=False)
 
     def add(self, **counts: int) -> None:
         with self._lock:
             for name, count in counts.items():
                 setattr(self, name, getattr(self, name) + count)
+        for name, count in counts.items():
+            counter = self._exported.get(name)
+            if counter is not None:
+                counter.inc(count)
 
     def as_dict(self) -> dict[str, int]:
         with self._lock:
@@ -637,6 +649,31 @@ class SchedulerManager:
                             instance_uuids: list[str] | None = None,
                             return_alternates: bool = False
                             ) -> list[list[dict]]:
+        """``_select_destinations``, counted in the metrics and logged on
+        one INFO line (``observability.DecisionReport``)."""
+        report = observability.DecisionReport()
+        try:
+            selections = self._select_destinations(
+                request_spec, instance_uuids, return_alternates, report)
+        except exception.NoValidHost as e:
+            report.finish("no_valid_host", detail=("summary", str(e)))
+            raise
+        except exception.InvalidRequest as e:
+            report.finish("invalid_request", detail=("error", str(e)))
+            raise
+        except Exception as e:
+            report.finish("error", detail=(
+                "error", f"{type(e).__name__}: {db_api.one_line(e)}"))
+            raise
+        report.finish("placed", chosen=[str(entries[0]["host"])
+                                        for entries in selections])
+        return selections
+
+    def _select_destinations(self, request_spec: dict,
+                             instance_uuids: list[str] | None,
+                             return_alternates: bool,
+                             report: observability.DecisionReport
+                             ) -> list[list[dict]]:
         """One list per instance: the claimed host, then (when
         ``return_alternates``) up to ``max_attempts - 1`` alternates.
 
@@ -663,6 +700,9 @@ class SchedulerManager:
         # Extra specs and hints are checked before anything is locked or
         # claimed; the spec is then reused by the first decision.
         spec = self._spec(spec_dict, uuids)
+        report.instances = len(uuids)
+        report.cluster = spec.cluster
+        report.policy = self.policies.name_for(spec.cluster)
         self._scheduler(spec).validate(spec)
         self.stats.add(requests=1)
         opts = self.conf.scheduler
@@ -674,7 +714,7 @@ class SchedulerManager:
                         spec_dict.get("cluster"),
                         functools.partial(self._place, spec_dict, spec,
                                           uuids, anonymous,
-                                          return_alternates))
+                                          return_alternates, report))
             except _Unplaceable as e:
                 left = deadline - time.monotonic()
                 if not e.pending or left <= 0:
@@ -736,13 +776,14 @@ class SchedulerManager:
 
     def _place(self, spec_dict: dict, first_spec: RequestSpec,
                uuids: list[str], anonymous: bool, return_alternates: bool,
+               report: observability.DecisionReport,
                hold_deadline: float | None) -> list[list[dict]]:
         entries: dict[str, list[dict]] = {}
         made: list[claims.Claim] = []
         try:
             try:
                 self._claim_all(spec_dict, first_spec, uuids, anonymous,
-                                hold_deadline, entries, made)
+                                hold_deadline, entries, made, report)
             except _Unplaceable:
                 # Existing claims are looked up only now, off the common
                 # path: a retried request for instances holding claims
@@ -752,7 +793,7 @@ class SchedulerManager:
                 if anonymous or not self._held(uuids, entries):
                     raise
                 self._claim_all(spec_dict, None, uuids, anonymous,
-                                hold_deadline, entries, made)
+                                hold_deadline, entries, made, report)
         except BaseException:
             # Nothing half-claimed: undo this call's claims (never those
             # the instances held before it) whatever went wrong.
@@ -777,7 +818,8 @@ class SchedulerManager:
                    uuids: list[str], anonymous: bool,
                    hold_deadline: float | None,
                    entries: dict[str, list[dict]],
-                   made: list[claims.Claim]) -> None:
+                   made: list[claims.Claim],
+                   report: observability.DecisionReport) -> None:
         """Decide and claim for every instance without an entry; raises
         _Unplaceable when one fits nowhere or loses every round."""
         rounds = self.conf.scheduler.max_claim_rounds
@@ -800,9 +842,12 @@ class SchedulerManager:
             try:
                 decisions = self._scheduler(spec).select(spec, hosts)
             except exception.NoValidHost as e:
+                known = hosts or self.host_manager.host_states()
+                report.candidates, report.hosts = 0, len(known)
                 raise _Unplaceable(str(e), _pending_in_cluster(
-                    hosts or self.host_manager.host_states(),
-                    spec.cluster)) from None
+                    known, spec.cluster)) from None
+            report.candidates = decisions[-1].candidates
+            report.hosts = decisions[-1].hosts
             for instance, decision in zip(todo, decisions, strict=True):
                 entry = self._claim_one(spec, instance, decision, anonymous,
                                         hold_deadline, made, taken)

@@ -36,6 +36,7 @@ from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
+from scheduler import observability
 from scheduler.balancer import base
 from scheduler.balancer import history as history_mod
 from scheduler.balancer import migrations as migrations_mod
@@ -128,7 +129,10 @@ class BalancePlanner:
             if migration is None:
                 continue
             planned.append(migration)
-            if not dry_run and self.on_planned is not None:
+            if dry_run:
+                continue
+            observability.metrics().planned(name, policy.name)
+            if self.on_planned is not None:
                 self.on_planned(migration.as_dict())
         return planned
 

@@ -25,6 +25,7 @@ from oslo_log import log as logging
 from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler import manager as manager_mod
+from scheduler import observability
 from scheduler import rpc
 from scheduler.cmd import common
 from scheduler.conf import messaging as messaging_conf
@@ -112,14 +113,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     messaging_conf.register_messaging_opts(CONF)
     common.prepare(PROG, CONF, argv, "scheduler",
                    validators=[_validate_database, _validate_transport])
+    workers = configured_workers(CONF)
     try:
+        # Before the manager: its metrics must be created in the mode
+        # (one process or several) the exporter serves.
+        observability.serve(CONF, workers)
         # Built in the parent even with several workers, so that a bad
         # filter or weigher name exits 2 once instead of failing in every
         # worker forked (and restarted) by the launcher.
         manager = manager_mod.SchedulerManager(CONF)
     except exception.ConfigError as e:
         common.config_error_exit(PROG, str(e))
-    workers = configured_workers(CONF)
     scheme = CONF.transport_url.partition(":")[0]
     if scheme in _LOSSY_TRANSPORTS:
         LOG.warning("transport_url %s loses messages between processes "

@@ -1,4 +1,5 @@
-"""Options of the [scheduler] group: the service, claims, serialised mode.
+"""Options of the [scheduler] group: the service, claims, serialised mode,
+metrics.
 """
 
 from oslo_config import cfg
@@ -8,8 +9,9 @@ def _group() -> cfg.OptGroup:
     return cfg.OptGroup(
         "scheduler",
         title="Scheduler service options",
-        help="Worker processes of scheduler-service, how claims are retried "
-        "and oVirt's serialised scheduling mode (cluster_lock).",
+        help="Worker processes of scheduler-service, how claims are retried, "
+        "oVirt's serialised scheduling mode (cluster_lock) and the "
+        "Prometheus exporter.",
     )
 
 
@@ -76,6 +78,26 @@ scheduler_opts = [
         "retried about every half second, without holding the cluster "
         "lock in between, and fails with NoValidHost when the time is up. "
         "0 fails at once.",
+    ),
+    cfg.PortOpt(
+        "metrics_port",
+        default=0,
+        help="TCP port of the Prometheus exporter (GET /metrics): "
+        "decisions by outcome, decision latency, hosts removed per filter, "
+        "host-cache refreshes, claim conflicts and retries, planned "
+        "migrations. 0 serves no metrics. With workers > 1 the "
+        "scheduler-service parent process serves the sums of all its "
+        "workers, which write their values under "
+        "$state_path/prometheus/<port>.",
+    ),
+    cfg.HostAddressOpt(
+        "metrics_host",
+        default="0.0.0.0",
+        help="Address the Prometheus exporter listens on ([scheduler] "
+        "metrics_port). All interfaces by default, as Prometheus usually "
+        "scrapes from another machine; set an internal address (or "
+        "127.0.0.1) to narrow it. The metrics hold host, cluster and "
+        "filter names, no secrets.",
     ),
 ]
 

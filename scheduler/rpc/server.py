@@ -29,6 +29,7 @@ from oslo_log import log as logging
 from oslo_service import service as oslo_service
 
 from scheduler import exception
+from scheduler import observability
 from scheduler import rpc
 from scheduler.balancer.task import PeriodicBalancer
 from scheduler.conf import messaging as messaging_conf
@@ -202,16 +203,25 @@ class SchedulerEndpoint:
                *args: object) -> Any:
         rid = request_id(ctxt)
         started = time.monotonic()
+        # The manager's decision line (INFO, every select_destinations
+        # outcome) carries the request id and supersedes the INFO lines
+        # below for that method.
+        logged = method == "select_destinations"
+        token = observability.request_id.set(rid)
         try:
             result = func(*args)
         # Rebuilt as the base classes: a subclass such as InvalidExtraSpec
         # takes several constructor arguments, and the client can only
         # rebuild an exception from its single message.
         except exception.NoValidHost as e:
-            LOG.info("%s (request %s): no valid host: %s", method, rid, e)
+            if not logged:
+                LOG.info("%s (request %s): no valid host: %s", method, rid,
+                         e)
             raise exception.NoValidHost(str(e)) from None
         except exception.InvalidRequest as e:
-            LOG.info("%s (request %s): invalid request: %s", method, rid, e)
+            if not logged:
+                LOG.info("%s (request %s): invalid request: %s", method,
+                         rid, e)
             raise exception.InvalidRequest(str(e)) from None
         except exception.SchedulerError as e:
             # Raised on purpose with a complete message (database down,
@@ -226,6 +236,8 @@ class SchedulerEndpoint:
                 f"{method} failed in the scheduler service on host "
                 f"{self.host}: {type(e).__name__}: {e} (request {rid}; the "
                 "traceback is in that service's log)") from None
+        finally:
+            observability.request_id.reset(token)
         elapsed_ms = (time.monotonic() - started) * 1000
         if method == "select_destinations":
             LOG.debug("%s (request %s) in %.1f ms: %s", method, rid,
