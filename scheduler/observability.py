@@ -25,6 +25,7 @@ import contextvars
 import functools
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -167,9 +168,13 @@ def metrics() -> Metrics:
 # The decision log line
 
 
+# What would split a value or make it ambiguous to a parser.
+_NEEDS_QUOTES = re.compile(r'[\s"=]')
+
+
 def _value(value: object) -> str:
     text = "-" if value is None else str(value)
-    if not text or any(c in text for c in ' "=\n\t'):
+    if not text or _NEEDS_QUOTES.search(text):
         return json.dumps(text)
     return text
 
