@@ -1,5 +1,5 @@
-"""``scheduler-manage``: operator commands (schema, hosts, explain, config
-check, demo)."""
+"""``scheduler-manage``: operator commands (schema, hosts, explain,
+balance, config check, demo)."""
 
 import datetime
 import sys
@@ -11,12 +11,14 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from compute_monitor import conf as monitor_conf
+from scheduler import cluster_policy
 from scheduler import conf as scheduler_conf
 from scheduler import demo as demo_mod
 from scheduler import exception
 from scheduler import extra_specs as extra_specs_mod
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
+from scheduler.balancer.planner import BalancePlanner
 from scheduler.cmd import common
 from scheduler.cmd import output
 from scheduler.conf import messaging as messaging_conf
@@ -106,14 +108,28 @@ def _explain_spec(conf: cfg.ConfigOpts) -> RequestSpec:
 
 
 def explain(conf: cfg.ConfigOpts) -> int:
-    """A dry run of one placement against the database; nothing claimed."""
+    """A dry run of one placement against the database, with the filters
+    and weighers of the cluster's policy; nothing claimed."""
     try:
         spec = _explain_spec(conf)
-        scheduler = filter_scheduler.FilterScheduler(conf)
+        policy = cluster_policy.load_policies(conf).for_cluster(spec.cluster)
+        scheduler = filter_scheduler.FilterScheduler(
+            conf, pipeline=None if policy is None else policy.pipeline())
         decision = scheduler.explain(spec)
     except (exception.ConfigError, exception.InvalidRequest) as e:
         common.config_error_exit(PROG, str(e))
     print(output.explain(decision.as_dict(), conf.category.format))
+    return 0
+
+
+def balance(conf: cfg.ConfigOpts) -> int:
+    """One balancing tick now, as the service's periodic task runs it
+    (without its notifications); ``--dry-run`` claims and records
+    nothing."""
+    args = conf.category
+    planned = BalancePlanner(conf).balance(args.cluster, args.dry_run)
+    print(output.migrations([m.as_dict() for m in planned], args.format,
+                            args.dry_run))
     return 0
 
 
@@ -203,6 +219,17 @@ def _add_command_parsers(subparsers) -> None:
     explain_parser.add_argument("--format", choices=output.FORMATS,
                                 default="table")
     explain_parser.set_defaults(func=explain)
+
+    balance_parser = subparsers.add_parser(
+        "balance", help="Run one balancing tick now: at most one migration "
+        "per cluster whose policy has a balancer, claimed and recorded.")
+    balance_parser.add_argument("--cluster",
+                                help="balance this cluster only")
+    balance_parser.add_argument("--dry-run", action="store_true",
+                                help="decide, but claim and record nothing")
+    balance_parser.add_argument("--format", choices=output.FORMATS,
+                                default="table")
+    balance_parser.set_defaults(func=balance)
 
     config = subparsers.add_parser("config", help="Configuration commands.")
     config_actions = config.add_subparsers(dest="action", metavar="ACTION")

@@ -278,3 +278,24 @@ def explain(document: dict, fmt: str) -> str:
     if document.get("summary"):
         text += f"\n\nNo valid host: {document['summary']}"
     return text
+
+
+MIGRATION_COLUMNS = ("cluster", "cluster_policy", "instance_uuid",
+                     "source_host", "dest_host", "vcpus", "state", "uuid")
+
+
+def migrations(planned: Sequence[dict], fmt: str, dry_run: bool) -> str:
+    """The migrations of a balancing tick (``PlannedMigration.as_dict()``
+    each); JSON gives the dicts whole."""
+    if fmt == "json":
+        return _json(list(planned))
+    rows = [[m[column] for column in MIGRATION_COLUMNS] for m in planned]
+    if fmt == "csv":
+        return _csv(MIGRATION_COLUMNS, rows)
+    if not planned:
+        return "No migration planned."
+    text = table(MIGRATION_COLUMNS, rows)
+    if dry_run:
+        text += "\n\nDry run: nothing was claimed or recorded."
+    return text
+

@@ -37,10 +37,13 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
+from scheduler import conf as scheduler_conf
 from scheduler.db import api as db_api
+from scheduler.db import migration
 
 BACKENDS = ("sqlite", "postgresql", "mysql")
 
@@ -378,3 +381,23 @@ def start_console_script(tmp_path: Path) -> Iterator[ScriptStarter]:
     yield start
     for process in started:
         process.stop()
+
+
+@pytest.fixture
+def balancing_conf() -> Iterator[Callable[[str], cfg.ConfigOpts]]:
+    """A function giving a private scheduler ConfigOpts on a database URL,
+    its schema created, with allocation ratio 1.0 for vCPUs (the
+    balancer scenarios count busy vCPUs one for one)."""
+    def make(url: str) -> cfg.ConfigOpts:
+        conf = cfg.ConfigOpts()
+        scheduler_conf.register_opts(conf)
+        conf([], default_config_files=[], default_config_dirs=[])
+        conf.set_override("connection", url, group="database")
+        conf.set_override("cpu_allocation_ratio", 1.0,
+                          group="filter_scheduler")
+        migration.db_sync(db_api.get_engine(conf))
+        return conf
+
+    yield make
+    db_api.dispose_engines()
+

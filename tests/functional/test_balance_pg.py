@@ -6,13 +6,10 @@ from unittest import mock
 
 import pytest
 import sqlalchemy as sa
-from oslo_config import cfg
 
-from scheduler import conf as scheduler_conf
 from scheduler.balancer import history as history_mod
 from scheduler.balancer import migrations as migrations_mod
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
 from scheduler.host_manager import HostManager
 from tests.unit.test_balance_planner import claims_by_instance
@@ -24,15 +21,8 @@ SAMPLES = models.UtilizationSample.__table__
 
 
 @pytest.fixture
-def conf(db_url):
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    conf.set_override("connection", db_url, group="database")
-    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
-    migration.db_sync(db_api.get_engine(conf))
-    yield conf
-    db_api.dispose_engines()
+def conf(db_url, balancing_conf):
+    return balancing_conf(db_url)
 
 
 @pytest.mark.parametrize("db_url", ["postgresql", "mysql"], indirect=True)

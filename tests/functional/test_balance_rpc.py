@@ -6,13 +6,10 @@ import queue
 
 import pytest
 import sqlalchemy as sa
-from oslo_config import cfg
 
-from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler import rpc
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
 from tests.functional.test_rpc_service import SERVING
 from tests.functional.test_rpc_service import BusNames
@@ -28,17 +25,10 @@ MIGRATIONS = models.Migration.__table__
 
 
 @pytest.fixture
-def fleet_conf(postgresql_url):
+def fleet_conf(postgresql_url, balancing_conf):
     """The test's own view of the database, to build the fleet and its
     utilisation history with."""
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    conf.set_override("connection", postgresql_url, group="database")
-    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
-    migration.db_sync(db_api.get_engine(conf))
-    yield conf
-    db_api.dispose_engines()
+    return balancing_conf(postgresql_url)
 
 
 class _Collector:
