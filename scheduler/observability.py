@@ -230,17 +230,27 @@ def multiprocess_directory(conf: cfg.ConfigOpts) -> str:
                         str(conf.scheduler.metrics_port))
 
 
-def _use_multiprocess(directory: str) -> None:
+def _use_multiprocess(conf: cfg.ConfigOpts) -> str:
+    """Empty the workers' directory and switch prometheus_client to its
+    multiprocess mode; returns the directory."""
+    directory = multiprocess_directory(conf)
+    try:
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+    except OSError as e:
+        raise exception.ConfigError(
+            "DEFAULT", "state_path", conf.state_path,
+            f"cannot create {directory} for the workers' metrics "
+            f"({e.strerror or e}); expected a writable directory") from None
     # prometheus_client picks its value class from the environment when
     # it is imported; the configuration is read later, so the choice is
     # made again here, before the first metric exists.
     if metrics.cache_info().currsize:
         raise RuntimeError("metrics were created before the multiprocess "
                            "mode was chosen")
-    shutil.rmtree(directory, ignore_errors=True)
-    os.makedirs(directory)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
     prometheus_values.ValueClass = prometheus_values.get_value_class()
+    return directory
 
 
 def serve(conf: cfg.ConfigOpts, workers: int
@@ -268,8 +278,14 @@ def serve(conf: cfg.ConfigOpts, workers: int
             f"cannot listen on {opts.metrics_host}:{opts.metrics_port} "
             f"({e.strerror or e}); expected a free port") from None
     if workers > 1:
-        directory = multiprocess_directory(conf)
-        _use_multiprocess(directory)
+        # Only once the port is ours: a service already serving it owns
+        # the directory named after it.
+        try:
+            directory = _use_multiprocess(conf)
+        except BaseException:
+            server.shutdown()
+            server.server_close()
+            raise
         multiprocess.MultiProcessCollector(registry, path=directory)
     LOG.info("Serving Prometheus metrics on http://%s:%d/metrics%s",
              opts.metrics_host, opts.metrics_port,

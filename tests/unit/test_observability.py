@@ -342,3 +342,17 @@ def test_a_port_in_use_is_a_config_error(conf):
                            match=rf"\[scheduler\] metrics_port: cannot "
                            rf"listen on 127.0.0.1:{port}"):
             observability.serve(conf, workers=1)
+
+
+def test_an_unwritable_state_path_is_a_config_error(conf, tmp_path):
+    state = tmp_path / "state-is-a-file"
+    state.write_text("")
+    conf.set_override("state_path", str(state))
+    conf.set_override("metrics_port", free_port(), group="scheduler")
+    conf.set_override("metrics_host", "127.0.0.1", group="scheduler")
+    with pytest.raises(exception.ConfigError,
+                       match=r"\[DEFAULT\] state_path: cannot create "):
+        observability.serve(conf, workers=2)
+    # The port was given back.
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", conf.scheduler.metrics_port))
