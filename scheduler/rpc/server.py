@@ -166,9 +166,15 @@ class SchedulerEndpoint:
     def _select(self, ctxt: dict, request_spec: object,
                 instance_uuids: object, return_alternates: object
                 ) -> list[list[dict]]:
-        spec = check_request_spec(request_spec)
+        try:
+            spec = check_request_spec(request_spec)
+            alternates = check_bool(return_alternates, "return_alternates")
+        except exception.InvalidRequest as e:
+            # Refused before the manager, which logs and counts the rest.
+            observability.DecisionReport().finish(
+                "invalid_request", detail=("error", str(e)))
+            raise
         uuids = instance_uuids
-        alternates = check_bool(return_alternates, "return_alternates")
         self._notify(ctxt, rpc.SELECT_START, {
             "request_spec": spec, "instance_uuids": uuids,
             "return_alternates": alternates})

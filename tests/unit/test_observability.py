@@ -356,3 +356,22 @@ def test_an_unwritable_state_path_is_a_config_error(conf, tmp_path):
     # The port was given back.
     with socket.socket() as again:
         again.bind(("127.0.0.1", conf.scheduler.metrics_port))
+
+
+def test_endpoint_refusals_get_a_decision_line_too(conf, caplog):
+    endpoint = server.SchedulerEndpoint(make_manager(conf), "sched-1")
+    delta = Delta(*decisions("invalid_request"))
+    with caplog.at_level(logging.INFO), \
+            pytest.raises(Exception) as raised:
+        endpoint.select_destinations({"request_id": "req-rpc-10"}, spec(),
+                                     uuids(1), return_alternates="yes")
+    assert type(raised.value.exc_info[1]) is exception.InvalidRequest
+    info = [r.getMessage() for r in caplog.records
+            if r.levelno == logging.INFO]
+    assert len(info) == 1, info
+    assert info[0].startswith("decision request_id=req-rpc-10 "
+                              "outcome=invalid_request ")
+    assert info[0].endswith(
+        " error=\"return_alternates: 'yes' is not of type 'boolean'\"")
+    assert delta("scheduler_decisions_total",
+                 outcome="invalid_request") == 1
