@@ -2,6 +2,7 @@
 balance, config check, demo)."""
 
 import datetime
+import os
 import sys
 from collections.abc import Sequence
 
@@ -262,6 +263,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Operators read these on a terminal: one line each, no traceback.
     try:
         return CONF.category.func(CONF)
+    except BrokenPipeError:
+        # The reader went away (``| head``): nothing left to say. Point
+        # stdout at /dev/null so that the final flush cannot fail too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except sa_exc.SQLAlchemyError as e:
         # Not "unreachable": drivers raise OperationalError for refused
         # connections and for "table already exists" (PyMySQL) alike; the
