@@ -961,14 +961,15 @@ class SchedulerManager:
 
     # balance
 
-    def balance(self, cluster: str | None = None,
-                dry_run: bool = False) -> list[dict]:
+    def balance(self, cluster: str | None = None, dry_run: bool = False,
+                migration_policy: str | None = None) -> list[dict]:
         """One balancing tick now (``BalancePlanner.balance``): the
         migrations planned, at most one per cluster, or that would be
-        when ``dry_run``."""
+        when ``dry_run``; ``migration_policy`` overrides the clusters'
+        migration policy."""
         with self._database_errors("balance"):
-            return [migration.as_dict() for migration
-                    in self.planner.balance(cluster, dry_run)]
+            return [migration.as_dict() for migration in self.planner.balance(
+                cluster, dry_run, migration_policy=migration_policy)]
 
     def release(self, instance_uuid: str) -> bool:
         """Free the instance's claim; False when it held none."""

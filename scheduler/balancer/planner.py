@@ -43,6 +43,7 @@ from scheduler.balancer import migrations as migrations_mod
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import models
+from scheduler.migration import policies as migration_policies
 from scheduler.request_spec import Flavor
 from scheduler.request_spec import RequestSpec
 
@@ -90,9 +91,17 @@ class BalancePlanner:
         self._schedulers: dict[str, filter_scheduler.FilterScheduler] = {}
 
     def balance(self, cluster: str | None = None, dry_run: bool = False,
-                spacing: float = 0.0) -> list[PlannedMigration]:
+                spacing: float = 0.0, migration_policy: str | None = None
+                ) -> list[PlannedMigration]:
         """Plan at most one migration in ``cluster`` (None: in every
         cluster that has hosts) and return those planned.
+
+        Each migration carries the id of the migration policy it is to
+        run with: ``migration_policy`` when given (InvalidRequest if no
+        such policy), else the cluster's (``[migration]
+        cluster_policies``, ``default_policy``). The policies file is read
+        again at every tick; a custom policy it rejects stops only the
+        clusters that use it.
 
         ``spacing`` (seconds) skips a cluster where a migration was
         planned less than that long ago, by any worker: how the periodic
@@ -105,6 +114,9 @@ class BalancePlanner:
         reported. A balancer or database error in one cluster
         is logged on one line and the other clusters are balanced.
         """
+        movement = migration_policies.read_migration_policies(self.conf)
+        if migration_policy is not None:
+            movement.policy_for(None, migration_policy)
         hosts = self.host_manager.host_states()
         history = self.samples.record(hosts, self._longest_window())
         by_cluster: dict[str | None, list[hm.HostState]] = {}
@@ -118,9 +130,10 @@ class BalancePlanner:
             if policy is None or policy.balancer is None:
                 continue
             try:
+                chosen = movement.policy_for(name, migration_policy).id
                 migration = self._balance_cluster(
                     name, policy, by_cluster.get(name, []), history,
-                    dry_run, spacing)
+                    dry_run, spacing, chosen)
             except Exception as e:  # one cluster never stops the others
                 LOG.error("Balancing cluster %s (policy %s) failed: %s: "
                           "%s", name, policy.name, type(e).__name__,
@@ -145,8 +158,8 @@ class BalancePlanner:
                          policy: cluster_policy.ClusterPolicy,
                          hosts: Sequence[hm.HostState],
                          history: history_mod.UtilizationHistory,
-                         dry_run: bool,
-                         spacing: float) -> PlannedMigration | None:
+                         dry_run: bool, spacing: float,
+                         migration_policy: str) -> PlannedMigration | None:
         if not hosts:
             return None
         balancer = base.balancer_class(policy.balancer)(
@@ -161,7 +174,8 @@ class BalancePlanner:
             loads = self._loads(hosts, self.migrations.active())
             proposals = balancer.propose(loads, history)
             for proposal in itertools.islice(proposals, _MAX_PROPOSALS):
-                migration = self._plan(cluster, policy, proposal, dry_run)
+                migration = self._plan(cluster, policy, proposal, dry_run,
+                                       migration_policy)
                 if migration is not None:
                     return migration
         return None
@@ -224,8 +238,8 @@ class BalancePlanner:
 
     def _plan(self, cluster: str | None,
               policy: cluster_policy.ClusterPolicy,
-              proposal: base.Proposal,
-              dry_run: bool) -> PlannedMigration | None:
+              proposal: base.Proposal, dry_run: bool,
+              migration_policy: str) -> PlannedMigration | None:
         """Schedule and claim one proposal; None when no candidate takes
         it."""
         instance = proposal.instance
@@ -268,7 +282,7 @@ class BalancePlanner:
                 dest_node_id=destination.node_id,
                 dest_host=destination.host, cluster=cluster,
                 cluster_policy=policy.name,
-                migration_policy=self._migration_policy(cluster),
+                migration_policy=migration_policy,
                 allocation_id=claim.allocation_id if claim else None,
                 state=migrations_mod.PLANNED, created_at=now,
                 updated_at=now, vcpus=instance.vcpus)
@@ -278,16 +292,15 @@ class BalancePlanner:
                 except BaseException:
                     self.claims.release_allocation(claim.allocation_id)
                     raise
-            LOG.info("Planned migration %s of instance %s from %s to %s "
-                     "(cluster %s, policy %s)", migration_uuid,
-                     instance.uuid, source.host, destination.host, cluster,
-                     policy.name)
+            LOG.log(logging.DEBUG if dry_run else logging.INFO,
+                    "%s migration %s of instance %s from %s to %s (cluster "
+                    "%s, policy %s, migration policy %s)",
+                    "Dry run: would plan" if dry_run else "Planned",
+                    migration_uuid, instance.uuid, source.host,
+                    destination.host, cluster, policy.name,
+                    migration_policy)
             return migration
         return None
-
-    def _migration_policy(self, cluster: str | None) -> str:
-        opts = self.conf.migration
-        return opts.cluster_policies.get(cluster, opts.default_policy)
 
     def _scheduler(self, policy: cluster_policy.ClusterPolicy
                    ) -> filter_scheduler.FilterScheduler:

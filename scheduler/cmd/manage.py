@@ -128,7 +128,12 @@ def balance(conf: cfg.ConfigOpts) -> int:
     (without its notifications); ``--dry-run`` claims and records
     nothing."""
     args = conf.category
-    planned = BalancePlanner(conf).balance(args.cluster, args.dry_run)
+    try:
+        planned = BalancePlanner(conf).balance(
+            args.cluster, args.dry_run,
+            migration_policy=args.migration_policy)
+    except exception.InvalidRequest as e:
+        common.config_error_exit(PROG, str(e))
     print(output.migrations([m.as_dict() for m in planned], args.format,
                             args.dry_run))
     return 0
@@ -228,6 +233,10 @@ def _add_command_parsers(subparsers) -> None:
                                 help="balance this cluster only")
     balance_parser.add_argument("--dry-run", action="store_true",
                                 help="decide, but claim and record nothing")
+    balance_parser.add_argument(
+        "--migration-policy", metavar="ID",
+        help="migration policy of the planned migrations (default: their "
+        "cluster's, [migration] cluster_policies / default_policy)")
     balance_parser.add_argument("--format", choices=output.FORMATS,
                                 default="table")
     balance_parser.set_defaults(func=balance)

@@ -144,12 +144,15 @@ class SchedulerAPI:
         return self._call(context, "release", instance_uuid=instance_uuid)
 
     def balance(self, cluster: str | None = None, dry_run: bool = False,
+                migration_policy: str | None = None,
                 context: dict | None = None) -> list[dict]:
         """One balancing tick now, in ``cluster`` (None: every cluster
         whose policy has a balancer); the migrations it planned (at most
-        one per cluster), or would plan when ``dry_run``. API 1.1."""
+        one per cluster), or would plan when ``dry_run``, each to run with
+        ``migration_policy`` (default: its cluster's). API 1.1."""
         return self._call(context, "balance", version="1.1",
-                          cluster=cluster, dry_run=dry_run)
+                          cluster=cluster, dry_run=dry_run,
+                          migration_policy=migration_policy)
 
     def close(self) -> None:
         """Release the broker connections of a transport created here."""

@@ -66,7 +66,8 @@ class Manager(Protocol):
 
     def release(self, instance_uuid: str) -> bool: ...
 
-    def balance(self, cluster: str | None, dry_run: bool) -> list[dict]: ...
+    def balance(self, cluster: str | None, dry_run: bool,
+                migration_policy: str | None) -> list[dict]: ...
 
 
 def _wrong_type(name: str, value: object, expected: str
@@ -152,16 +153,20 @@ class SchedulerEndpoint:
                                         exception.NoValidHost,
                                         rpc.SchedulerInternalError)
     def balance(self, ctxt: dict, cluster: str | None = None,
-                dry_run: bool = False) -> list[dict]:
+                dry_run: bool = False,
+                migration_policy: str | None = None) -> list[dict]:
         """One balancing tick now; the migrations planned (API 1.1)."""
         return self._guard("balance", ctxt, self._balance, cluster,
-                           dry_run)
+                           dry_run, migration_policy)
 
-    def _balance(self, cluster: object, dry_run: object) -> list[dict]:
-        if cluster is not None and not isinstance(cluster, str):
-            raise _wrong_type("cluster", cluster, "string")
-        return self.manager.balance(cluster,
-                                    check_bool(dry_run, "dry_run"))
+    def _balance(self, cluster: object, dry_run: object,
+                 migration_policy: object) -> list[dict]:
+        for name, value in (("cluster", cluster),
+                            ("migration_policy", migration_policy)):
+            if value is not None and not isinstance(value, str):
+                raise _wrong_type(name, value, "string")
+        return self.manager.balance(cluster, check_bool(dry_run, "dry_run"),
+                                    migration_policy)
 
     def _select(self, ctxt: dict, request_spec: object,
                 instance_uuids: object, return_alternates: object

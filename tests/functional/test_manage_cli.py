@@ -388,7 +388,14 @@ def test_balance_dry_run_then_for_real(overloaded, sqlite_url,
     planned, = json.loads(dry.stdout)
     assert planned["source_host"] in ("h0", "h1")
     assert planned["allocation_id"] is None
+    assert planned["migration_policy"] == "minimal_downtime"
     assert _migrations(sqlite_url) == 0
+
+    unknown = _manage(run_console_script, overloaded, "balance",
+                      "--migration-policy", "nope")
+    assert unknown.returncode == 2
+    assert "unknown migration policy 'nope'" in unknown.stderr
+    assert len(unknown.stderr.strip().splitlines()) == 1
 
     real = _manage(run_console_script, overloaded, "balance", "--cluster",
                    "c1")

@@ -23,6 +23,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import cluster_policy
+from scheduler import exception
 from scheduler import host_manager as hm
 from scheduler.balancer import history as history_mod
 from scheduler.balancer import migrations as migrations_mod
@@ -422,3 +423,47 @@ def test_periodic_tick_reports_what_it_planned(conf, engine):
     planned, = PeriodicBalancer(conf, plan).tick()
     assert planned["state"] == "planned"
     assert planned["cluster"] in ("c1", "c2")
+
+
+def test_requested_migration_policy_overrides_the_clusters(conf, engine):
+    fleet = standard_fleet(engine, ticks=2)
+    plan = planner(conf, fleet, "evenly_distributed")
+    with pytest.raises(exception.InvalidRequest, match="nope"):
+        plan.balance(migration_policy="nope")
+    for fleet.minute in range(3):
+        fleet.report()
+        plan.balance(dry_run=True)
+    dry, = plan.balance(dry_run=True)
+    assert dry.migration_policy == "minimal_downtime"
+    real, = plan.balance(migration_policy="post_copy")
+    assert real.migration_policy == "post_copy"
+
+
+def test_unusable_migration_policy_stops_only_its_cluster(
+        conf, engine, tmp_path, caplog):
+    fleet = Fleet(engine, ticks=2)
+    for cluster in ("c1", "c2"):
+        fleet.add_host(f"{cluster}-busy", 7, cluster=cluster)
+        fleet.add_host(f"{cluster}-idle", 1, cluster=cluster)
+    # Edited after start-up: a stalling limit below zero is rejected, so
+    # c1's policy is unusable until the file is fixed.
+    bad = {"id": "careful", "name": "Careful", "description": "",
+           "maxMigrations": 1, "autoConvergence": False,
+           "migrationCompression": False, "enableGuestEvents": False,
+           "config": {"initialItems": [], "lastItems": [],
+                      "convergenceItems": [{
+                          "stallingLimit": -1, "convergenceItem": {
+                              "action": "setDowntime", "params": ["100"]}}]}}
+    policies_file = tmp_path / "policies.json"
+    policies_file.write_text(json.dumps([bad]))
+    conf.set_override("policies_file", str(policies_file), group="migration")
+    conf.set_override("cluster_policies", {"c1": "careful"},
+                      group="migration")
+    plan = planner(conf, fleet, "evenly_distributed")
+    for fleet.minute in range(3):
+        fleet.report()
+        with caplog.at_level(logging.ERROR):
+            planned = plan.balance()
+    assert [m.cluster for m in planned] == ["c2"]
+    assert any("cluster c1" in r.getMessage() and "careful" in r.getMessage()
+               for r in caplog.records if r.levelno == logging.ERROR)

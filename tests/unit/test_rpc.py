@@ -74,8 +74,8 @@ class FakeManager:
         self._record("release", instance_uuid)
         return instance_uuid in self.released
 
-    def balance(self, cluster, dry_run):
-        self._record("balance", cluster, dry_run)
+    def balance(self, cluster, dry_run, migration_policy):
+        self._record("balance", cluster, dry_run, migration_policy)
         return [PLANNED]
 
 
@@ -640,14 +640,15 @@ PLANNED = {"uuid": UUID1, "source_host": "node-1", "dest_host": "node-2",
 
 def test_balance_round_trip(api, manager):
     assert api.balance("c1", dry_run=True) == [PLANNED]
-    assert manager.calls == [("balance", "c1", True)]
-    api.balance()
-    assert manager.calls[-1] == ("balance", None, False)
+    assert manager.calls == [("balance", "c1", True, None)]
+    api.balance(migration_policy="post_copy")
+    assert manager.calls[-1] == ("balance", None, False, "post_copy")
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"cluster": 5}, "cluster: 5 is not of type 'string'"),
     ({"dry_run": "yes"}, "dry_run: 'yes' is not of type 'boolean'"),
+    ({"migration_policy": 3}, "migration_policy: 3 is not of type 'string'"),
 ])
 def test_balance_arguments_are_checked(api, manager, kwargs, message):
     with pytest.raises(exception.InvalidRequest, match=message):
