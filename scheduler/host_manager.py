@@ -75,7 +75,9 @@ class HostState:
     vcpus_claimed: int = 0
     memory_mb_claimed: int = 0
     disk_gb_claimed: int = 0
-    #: Claims newer than the last metrics report (not yet in metrics).
+    #: Claims newer than the last metrics report (not yet in metrics):
+    #: how many, and what they hold.
+    claims_pending: int = 0
     vcpus_pending: int = 0
     memory_mb_pending: int = 0
     cpu_info: dict = dataclasses.field(default_factory=dict)
@@ -173,6 +175,7 @@ class HostState:
         self.vcpus_claimed += vcpus
         self.memory_mb_claimed += memory_mb
         self.disk_gb_claimed += disk_gb
+        self.claims_pending += 1
         self.vcpus_pending += vcpus
         self.memory_mb_pending += memory_mb
         if instance_uuid:
@@ -532,7 +535,7 @@ def _build(row: _NodeRow, allocations: Sequence[_AllocationRow],
            decoded: _Decoded,
            ratios: tuple[float, float, float]) -> HostState:
     vcpus = memory_mb = disk_gb = 0
-    vcpus_pending = memory_mb_pending = 0
+    claims_pending = vcpus_pending = memory_mb_pending = 0
     instances: set[str] = set()
     groups: set[str] = set()
     reported = row.metrics_updated_at
@@ -542,6 +545,7 @@ def _build(row: _NodeRow, allocations: Sequence[_AllocationRow],
         disk_gb += allocation.disk_gb
         # A node that never reported has no claim in its metrics yet.
         if reported is None or allocation.created_at > reported:
+            claims_pending += 1
             vcpus_pending += allocation.vcpus
             memory_mb_pending += allocation.memory_mb
         instances.add(allocation.instance_uuid)
@@ -558,7 +562,8 @@ def _build(row: _NodeRow, allocations: Sequence[_AllocationRow],
         disk_allocation_ratio=_ratio(row.disk_allocation_ratio,
                                      disk_ratio),
         vcpus_claimed=vcpus, memory_mb_claimed=memory_mb,
-        disk_gb_claimed=disk_gb, vcpus_pending=vcpus_pending,
+        disk_gb_claimed=disk_gb, claims_pending=claims_pending,
+        vcpus_pending=vcpus_pending,
         memory_mb_pending=memory_mb_pending, cpu_info=decoded.cpu_info,
         networks=decoded.networks, metrics=decoded.metrics,
         bad_metrics=decoded.bad_metrics, disabled=bool(row.disabled),

@@ -22,7 +22,8 @@ ALTERNATE = "alt"
 HOST_FIELDS = (
     "host", "nodename", "cluster", "availability_zone",
     "vcpus_free", "vcpus_total", "ram_mb_free", "ram_mb_total",
-    "disk_gb_free", "disk_gb_total", "pending_vcpus", "pending_ram_mb",
+    "disk_gb_free", "disk_gb_total", "pending_claims", "pending_vcpus",
+    "pending_ram_mb",
     "instances", "metrics", "metric_age_s", "state", "disabled_reason")
 
 
@@ -105,6 +106,7 @@ def host_record(host: hm.HostState, now: datetime.datetime,
         "ram_mb_total": host.memory_mb * host.ram_allocation_ratio,
         "disk_gb_free": host.free_disk_gb,
         "disk_gb_total": host.local_disk_limit_gb,
+        "pending_claims": host.claims_pending,
         "pending_vcpus": host.vcpus_pending,
         "pending_ram_mb": host.memory_mb_pending,
         "instances": host.num_instances, "metrics": len(host.metrics),
@@ -153,9 +155,11 @@ def _state_cell(record: dict) -> str:
 
 
 def _pending_cell(record: dict) -> str | None:
-    if not (record["pending_vcpus"] or record["pending_ram_mb"]):
+    if not record["pending_claims"]:
         return None
-    return (f"{record['pending_vcpus']} vCPU "
+    count = record["pending_claims"]
+    return (f"{count} claim{'s' if count > 1 else ''}: "
+            f"{record['pending_vcpus']} vCPU "
             f"{_cell(record['pending_ram_mb'])} MB")
 
 

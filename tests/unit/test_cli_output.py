@@ -27,8 +27,8 @@ def fleet() -> list[hm.HostState]:
         node_id=1, uuid="u1", host="busy", nodename="busy.node",
         cluster="c1", availability_zone="az1", vcpus=8, memory_mb=16384,
         disk_gb=100, cpu_allocation_ratio=2.0, vcpus_claimed=6,
-        memory_mb_claimed=4096, disk_gb_claimed=20, vcpus_pending=2,
-        memory_mb_pending=1024, cpu_info={"arch": "x86_64"},
+        memory_mb_claimed=4096, disk_gb_claimed=20, claims_pending=1,
+        vcpus_pending=2, memory_mb_pending=1024, cpu_info={"arch": "x86_64"},
         networks=frozenset({"public", "storage"}),
         metrics={
             "memory.free": hm.Metric(8 * GIB, ago(30), "libvirt"),
@@ -57,7 +57,8 @@ def test_host_record_fields():
     assert list(busy) == list(output.HOST_FIELDS)
     assert busy["vcpus_free"] == 10 and busy["vcpus_total"] == 16
     assert busy["ram_mb_free"] == 12288 and busy["disk_gb_free"] == 80
-    assert (busy["pending_vcpus"], busy["pending_ram_mb"]) == (2, 1024)
+    assert (busy["pending_claims"], busy["pending_vcpus"],
+            busy["pending_ram_mb"]) == (1, 2, 1024)
     assert busy["metric_age_s"] == 12.5
     assert busy["instances"] == 2 and busy["metrics"] == 2
     assert busy["state"] == "up" and busy["disabled_reason"] is None
@@ -75,7 +76,8 @@ def test_hosts_table():
     assert set(lines[1]) == {"-", " "}
     busy, idle, off = (line.split() for line in lines[2:])
     assert busy == ["busy", "busy.node", "c1", "az1", "10/16",
-                    "12288/16384", "80/100", "2", "vCPU", "1024", "MB",
+                    "12288/16384", "80/100", "1", "claim:", "2", "vCPU",
+                    "1024", "MB",
                     "2", "2", "12.5", "up"]
     # Nodename equal to the host, no pending claims, never reported.
     assert idle == ["idle", "-", "c1", "az1", "4/4", "8192/8192",

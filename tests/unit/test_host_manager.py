@@ -213,11 +213,11 @@ def test_pending_counts_only_claims_newer_than_the_report(engine, manager):
 
     assert hosts["a"].vcpus_claimed == 7
     assert hosts["a"].memory_mb_claimed == 1500
-    assert (hosts["a"].vcpus_pending, hosts["a"].memory_mb_pending) == \
-        (5, 500)
+    assert (hosts["a"].claims_pending, hosts["a"].vcpus_pending,
+            hosts["a"].memory_mb_pending) == (2, 5, 500)
     # No report yet: nothing is reflected in metrics.
-    assert (hosts["b"].vcpus_pending, hosts["b"].memory_mb_pending) == \
-        (3, 700)
+    assert (hosts["b"].claims_pending, hosts["b"].vcpus_pending,
+            hosts["b"].memory_mb_pending) == (1, 3, 700)
 
 
 def test_report_after_the_claim_clears_pending(engine, manager):
