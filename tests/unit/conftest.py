@@ -44,6 +44,16 @@ def scheduler_config(tmp_path) -> cfg.ConfigOpts:
 
 
 @pytest.fixture
+def unit_ratio_config(scheduler_config) -> cfg.ConfigOpts:
+    """``scheduler_config`` with every allocation ratio 1.0: capacity is
+    what a node has, which keeps the arithmetic of the tests plain."""
+    for name in ("cpu_allocation_ratio", "ram_allocation_ratio",
+                 "disk_allocation_ratio"):
+        scheduler_config.set_override(name, 1.0, group="filter_scheduler")
+    return scheduler_config
+
+
+@pytest.fixture
 def engine(scheduler_config):
     return db_api.get_engine(scheduler_config)
 

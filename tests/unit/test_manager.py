@@ -29,11 +29,8 @@ ENTRY_KEYS = {"host", "nodename", "uuid", "weight", "allocation_id"}
 
 
 @pytest.fixture
-def conf(scheduler_config):
-    for name in ("cpu_allocation_ratio", "ram_allocation_ratio",
-                 "disk_allocation_ratio"):
-        scheduler_config.set_override(name, 1.0, group="filter_scheduler")
-    return scheduler_config
+def conf(unit_ratio_config):
+    return unit_ratio_config
 
 
 def make_manager(conf, seed=1) -> manager.SchedulerManager:
@@ -1040,7 +1037,7 @@ def test_balance_plans_nothing_without_a_balancer(mgr, engine):
 
 
 def test_balance_database_error_is_clear(mgr, monkeypatch):
-    def broken(cluster, dry_run):
+    def broken(cluster, dry_run, migration_policy):
         raise sa_exc.OperationalError("SELECT", {}, Exception("gone"))
 
     monkeypatch.setattr(mgr.planner, "balance", broken)

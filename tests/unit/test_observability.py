@@ -59,11 +59,8 @@ def decisions(outcome: str) -> list[tuple[str, dict[str, str]]]:
 
 
 @pytest.fixture
-def conf(scheduler_config):
-    for name in ("cpu_allocation_ratio", "ram_allocation_ratio",
-                 "disk_allocation_ratio"):
-        scheduler_config.set_override(name, 1.0, group="filter_scheduler")
-    return scheduler_config
+def conf(unit_ratio_config):
+    return unit_ratio_config
 
 
 @pytest.fixture
