@@ -184,12 +184,14 @@ def test_hosts_show_formats(fleet, db_url, run_console_script):
     table = _manage(run_console_script, fleet, "hosts", "show", "odd-node")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    fields = dict(line.split(None, 1) for line in lines[:17])
+    # One "name value" line per field of the host record.
+    fields = dict(line.split(None, 1)
+                  for line in lines[:len(output.HOST_FIELDS)])
     assert fields["host"] == "odd" and fields["nodename"] == "odd-node"
     assert fields["state"] == "disabled"
     assert fields["disabled_reason"] == "maintenance"
-    assert (fields["pending_vcpus"], fields["pending_ram_mb"]) == ("2",
-                                                                 "1024")
+    assert (fields["pending_claims"], fields["pending_vcpus"],
+            fields["pending_ram_mb"]) == ("1", "2", "1024")
     memory = next(line.split() for line in lines
                   if line.startswith("memory.free"))
     # 1024 MB claimed since the report: the adjusted value is lower.
