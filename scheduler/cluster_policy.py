@@ -119,35 +119,57 @@ class PolicySet:
 
 
 def load_policies(conf: cfg.ConfigOpts) -> PolicySet:
-    """Read and validate the cluster policies; raises ConfigError.
+    """Read and validate the cluster policies; raises the ConfigError of
+    the first problem (start-up).
 
     Operator groups are all validated; built-ins only when a cluster or
     the default uses them, since only those are ever run.
     """
+    policies, problems = _read(conf)
+    if problems:
+        raise problems[0]
+    return policies
+
+
+def policy_problems(conf: cfg.ConfigOpts) -> list[exception.ConfigError]:
+    """Every problem of the cluster policies (``config check``): each
+    mapping and each policy checked on its own; within one policy, its
+    first problem."""
+    return _read(conf)[1]
+
+
+def _read(conf: cfg.ConfigOpts
+          ) -> tuple[PolicySet, list[exception.ConfigError]]:
     groups = policy_conf.register_policy_groups(conf)
     written = {group[len(policy_conf.POLICY_GROUP_PREFIX):]: group
                for group in groups}
+    problems = []
     if "" in written:
-        raise exception.ConfigError(
+        problems.append(exception.ConfigError(
             policy_conf.POLICY_GROUP_PREFIX, "", "",
-            "a policy group needs a name: [policy:NAME]")
+            "a policy group needs a name: [policy:NAME]"))
+        del written[""]
     known = sorted(set(BUILTIN_POLICIES) | set(written))
     mapping = dict(conf.scheduler.cluster_policies)
     default = conf.scheduler.default_policy
-    for cluster, name in mapping.items():
-        if name not in known:
-            raise exception.ConfigError(
-                "scheduler", "cluster_policies", f"{cluster}:{name}",
-                f"unknown policy, expected one of {', '.join(known)}")
-    if default is not None and default not in known:
-        raise exception.ConfigError(
-            "scheduler", "default_policy", default,
+    problems.extend(
+        exception.ConfigError(
+            "scheduler", "cluster_policies", f"{cluster}:{name}",
             f"unknown policy, expected one of {', '.join(known)}")
+        for cluster, name in mapping.items() if name not in known)
+    if default is not None and default not in known:
+        problems.append(exception.ConfigError(
+            "scheduler", "default_policy", default,
+            f"unknown policy, expected one of {', '.join(known)}"))
     used = set(written) | set(mapping.values()) | {default} - {None}
-    policies = {name: _build(conf, name, _options(conf, name,
-                                                  written.get(name)))
-                for name in sorted(used)}
-    return PolicySet(policies, mapping, default)
+    policies = {}
+    for name in sorted(used & set(known)):
+        try:
+            policies[name] = _build(conf, name, _options(
+                conf, name, written.get(name)))
+        except exception.ConfigError as e:
+            problems.append(e)
+    return PolicySet(policies, mapping, default), problems
 
 
 def _options(conf: cfg.ConfigOpts, name: str,

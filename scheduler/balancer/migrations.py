@@ -29,6 +29,10 @@ _ALLOCATIONS = models.Allocation.__table__
 _NODES = models.ComputeNode.__table__
 
 
+#: Fields of PlannedMigration that are not columns of the migrations table.
+_DERIVED = ("vcpus", "bandwidth_mbps")
+
+
 @dataclasses.dataclass(frozen=True)
 class PlannedMigration:
     """One row of the migrations table, with the vCPUs it moves."""
@@ -48,6 +52,10 @@ class PlannedMigration:
     created_at: datetime.datetime
     updated_at: datetime.datetime
     vcpus: int = 0
+    #: Mbps the migration may use (the migration policy's share of
+    #: ``[migration] bandwidth``); None lets the hypervisor decide. Worked
+    #: out when planned, not stored.
+    bandwidth_mbps: int | None = None
 
     def as_dict(self) -> dict:
         """JSON-safe form (notifications, RPC, CLI)."""
@@ -73,7 +81,7 @@ class MigrationStore:
         query = sa.select(
             *(_MIGRATIONS.c[field.name] for field
               in dataclasses.fields(PlannedMigration)
-              if field.name != "vcpus"),
+              if field.name not in _DERIVED),
             sa.func.coalesce(_ALLOCATIONS.c.vcpus, 0),
         ).join_from(_MIGRATIONS, _ALLOCATIONS,
                     _ALLOCATIONS.c.uuid == _MIGRATIONS.c.allocation_id,
@@ -93,7 +101,8 @@ class MigrationStore:
 
     def add(self, migration: PlannedMigration) -> None:
         values = dataclasses.asdict(migration)
-        del values["vcpus"]
+        for name in _DERIVED:
+            del values[name]
         with self.engine.begin() as connection:
             connection.execute(_MIGRATIONS.insert().values(**values))
 

@@ -130,7 +130,7 @@ class BalancePlanner:
             if policy is None or policy.balancer is None:
                 continue
             try:
-                chosen = movement.policy_for(name, migration_policy).id
+                chosen = movement.policy_for(name, migration_policy)
                 migration = self._balance_cluster(
                     name, policy, by_cluster.get(name, []), history,
                     dry_run, spacing, chosen)
@@ -159,7 +159,8 @@ class BalancePlanner:
                          hosts: Sequence[hm.HostState],
                          history: history_mod.UtilizationHistory,
                          dry_run: bool, spacing: float,
-                         migration_policy: str) -> PlannedMigration | None:
+                         migration_policy: migration_policies.MigrationPolicy
+                         ) -> PlannedMigration | None:
         if not hosts:
             return None
         balancer = base.balancer_class(policy.balancer)(
@@ -171,7 +172,8 @@ class BalancePlanner:
                                  self.conf.scheduler.lock_acquire_timeout):
             if spacing and self._planned_within(cluster, spacing):
                 return None
-            loads = self._loads(hosts, self.migrations.active())
+            loads = self._loads(hosts, self.migrations.active(),
+                                migration_policy.max_migrations)
             proposals = balancer.propose(loads, history)
             for proposal in itertools.islice(proposals, _MAX_PROPOSALS):
                 migration = self._plan(cluster, policy, proposal, dry_run,
@@ -186,7 +188,17 @@ class BalancePlanner:
                                                              seconds)
 
     def _loads(self, hosts: Sequence[hm.HostState],
-               active: Iterable[PlannedMigration]) -> list[base.HostLoad]:
+               active: Iterable[PlannedMigration],
+               max_migrations: int | None = None) -> list[base.HostLoad]:
+        """What the balancer sees of each host. A host takes part in no
+        new migration once it has ``[migration] max_incoming_per_host``
+        incoming or ``max_outgoing_per_host`` outgoing ones, nor once
+        either reaches the migration policy's ``maxMigrations`` (None:
+        the policy sets no limit)."""
+        max_incoming, max_outgoing = self.max_incoming, self.max_outgoing
+        if max_migrations is not None:
+            max_incoming = min(max_incoming, max_migrations)
+            max_outgoing = min(max_outgoing, max_migrations)
         outgoing: dict[int, int] = {}
         incoming: dict[int, int] = {}
         leaving_vcpus: dict[int, int] = {}
@@ -215,8 +227,8 @@ class BalancePlanner:
                                 in instances.get(node, ())
                                 if instance.uuid not in moving),
                 instance_count=len(host.instances) - outgoing.get(node, 0),
-                can_migrate=(incoming.get(node, 0) < self.max_incoming
-                             and outgoing.get(node, 0) < self.max_outgoing)))
+                can_migrate=(incoming.get(node, 0) < max_incoming
+                             and outgoing.get(node, 0) < max_outgoing)))
         return loads
 
     def _instances(self, node_ids: Sequence[int]
@@ -239,7 +251,8 @@ class BalancePlanner:
     def _plan(self, cluster: str | None,
               policy: cluster_policy.ClusterPolicy,
               proposal: base.Proposal, dry_run: bool,
-              migration_policy: str) -> PlannedMigration | None:
+              migration_policy: migration_policies.MigrationPolicy
+              ) -> PlannedMigration | None:
         """Schedule and claim one proposal; None when no candidate takes
         it."""
         instance = proposal.instance
@@ -282,10 +295,12 @@ class BalancePlanner:
                 dest_node_id=destination.node_id,
                 dest_host=destination.host, cluster=cluster,
                 cluster_policy=policy.name,
-                migration_policy=migration_policy,
+                migration_policy=migration_policy.id,
                 allocation_id=claim.allocation_id if claim else None,
                 state=migrations_mod.PLANNED, created_at=now,
-                updated_at=now, vcpus=instance.vcpus)
+                updated_at=now, vcpus=instance.vcpus,
+                bandwidth_mbps=migration_policies.bandwidth_per_migration(
+                    self.conf, migration_policy))
             if claim is not None:
                 try:
                     self.migrations.add(migration)
@@ -298,7 +313,7 @@ class BalancePlanner:
                     "Dry run: would plan" if dry_run else "Planned",
                     migration_uuid, instance.uuid, source.host,
                     destination.host, cluster, policy.name,
-                    migration_policy)
+                    migration_policy.id)
             return migration
         return None
 

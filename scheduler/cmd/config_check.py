@@ -5,9 +5,9 @@ collects the ConfigError of each, so one run lists everything to fix.
 Nothing is started and neither the database nor the broker is contacted:
 URLs are checked for their form and installed drivers only.
 
-A check that stops at its first problem (the cluster policies, and the
-migration mapping once the policies file is read) counts once; the other
-problems behind it show up on the next run.
+Each cluster policy and each custom migration policy is checked on its
+own; within one of them the first problem counts, the next shows on the
+next run.
 """
 
 import collections
@@ -127,13 +127,7 @@ def migration_policies_file(conf: cfg.ConfigOpts
                             ) -> Iterator[exception.ConfigError]:
     """Each rejected policy of ``[migration] policies_file``, then the
     mapping of clusters to policies."""
-    path = conf.migration.policies_file
-    if path:
-        _valid, errors = migration_policies.parse_policies_file(path)
-        for problem in errors.values():
-            yield exception.ConfigError("migration", "policies_file", path,
-                                        problem)
-    yield from _raising(migration_policies.load_migration_policies)(conf)
+    yield from migration_policies.migration_problems(conf)
 
 
 CHECKS: tuple[Check, ...] = (
@@ -145,7 +139,7 @@ CHECKS: tuple[Check, ...] = (
     _raising(service._validate_transport),
     plugins,
     weight_maximums,
-    _raising(cluster_policy.load_policies),
+    cluster_policy.policy_problems,
     migration_policies_file,
 )
 

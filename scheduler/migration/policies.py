@@ -180,22 +180,39 @@ def policies_schema() -> dict:
 def load_migration_policies(conf: cfg.ConfigOpts) -> MigrationPolicies:
     """Read and check everything; raises ConfigError on the first problem
     (start-up: the operator fixes the file before the service runs)."""
-    custom, file_errors = _read_file(conf)
-    for problem in file_errors.values():
-        raise exception.ConfigError(_GROUP, _FILE_OPTION,
-                                    conf.migration.policies_file, problem)
-    policies = _assemble(conf, custom, {})
-    known = ", ".join(sorted(policies.policies))
-    for cluster, policy_id in policies.cluster_policies.items():
-        if policy_id not in policies.policies:
-            raise exception.ConfigError(
-                _GROUP, "cluster_policies", f"{cluster}:{policy_id}",
-                f"unknown migration policy, expected one of {known}")
-    if policies.default_policy not in policies.policies:
-        raise exception.ConfigError(
-            _GROUP, "default_policy", policies.default_policy,
-            f"unknown migration policy, expected one of {known}")
+    policies, problems = _checked(conf)
+    if problems:
+        raise problems[0]
     return policies
+
+
+def migration_problems(conf: cfg.ConfigOpts) -> list[exception.ConfigError]:
+    """Every problem (``config check``): each rejected policy of the
+    file, each unknown policy a cluster or the default names."""
+    return _checked(conf)[1]
+
+
+def _checked(conf: cfg.ConfigOpts
+             ) -> tuple[MigrationPolicies, list[exception.ConfigError]]:
+    custom, file_errors = _read_file(conf)
+    problems = [exception.ConfigError(_GROUP, _FILE_OPTION,
+                                      conf.migration.policies_file, problem)
+                for problem in file_errors.values()]
+    policies = _assemble(conf, custom, {})
+    # Policies the file names but rejected are reported above already.
+    known = set(policies.policies) | set(file_errors)
+    expected = ", ".join(sorted(policies.policies))
+    problems.extend(
+        exception.ConfigError(
+            _GROUP, "cluster_policies", f"{cluster}:{policy_id}",
+            f"unknown migration policy, expected one of {expected}")
+        for cluster, policy_id in policies.cluster_policies.items()
+        if policy_id not in known)
+    if policies.default_policy not in known:
+        problems.append(exception.ConfigError(
+            _GROUP, "default_policy", policies.default_policy,
+            f"unknown migration policy, expected one of {expected}"))
+    return policies, problems
 
 
 def read_migration_policies(conf: cfg.ConfigOpts) -> MigrationPolicies:

@@ -467,3 +467,45 @@ def test_unusable_migration_policy_stops_only_its_cluster(
     assert [m.cluster for m in planned] == ["c2"]
     assert any("cluster c1" in r.getMessage() and "careful" in r.getMessage()
                for r in caplog.records if r.levelno == logging.ERROR)
+
+
+def test_migration_policy_max_migrations_caps_the_host_limits(conf, engine):
+    fleet = standard_fleet(engine, ticks=2)
+    # [migration] limits of 2 each way; the policy allows one at a time.
+    plan = planner(conf, fleet, "evenly_distributed", max_incoming=2,
+                   max_outgoing=2)
+    for fleet.minute in range(3):
+        fleet.report()
+        planned = plan.balance(migration_policy="suspend_workload_if_needed")
+    migration_, = planned
+    hosts = hm.HostManager(conf).host_states()
+    active = migrations_mod.MigrationStore(conf).active()
+
+    def can_migrate(max_migrations):
+        loads = {load.state.host: load
+                 for load in plan._loads(hosts, active, max_migrations)}
+        return (loads[migration_.source_host].can_migrate,
+                loads[migration_.dest_host].can_migrate)
+
+    assert can_migrate(None) == (True, True)
+    assert can_migrate(1) == (False, False)
+    # The next tick under that policy finds h0 busy with its migration.
+    fleet.minute = 2
+    later = plan.balance(migration_policy="suspend_workload_if_needed")
+    assert all(m.source_host != migration_.source_host for m in later)
+
+
+def test_planned_migration_carries_its_bandwidth(conf, engine):
+    fleet = standard_fleet(engine, ticks=2)
+    plan = planner(conf, fleet, "evenly_distributed")
+    for fleet.minute in range(3):
+        fleet.report()
+        plan.balance(dry_run=True)
+    # auto without a known link speed: the hypervisor decides.
+    assert plan.balance(dry_run=True)[0].bandwidth_mbps is None
+    conf.set_override("bandwidth", 1000, group="migration")
+    # 1000 Mbps shared by minimal_downtime's two concurrent migrations.
+    planned, = plan.balance()
+    assert planned.as_dict()["bandwidth_mbps"] == 500
+    stored, = migrations_mod.MigrationStore(conf).active()
+    assert stored.uuid == planned.uuid and stored.bandwidth_mbps is None

@@ -72,3 +72,25 @@ def test_checks_run_independently(load):
     assert [line.split(":")[0] for line in lines] == [
         "[database] connection", "[filter_scheduler] enabled_filters",
         "[filter_scheduler] weight_maximums", "[scheduler] default_policy"]
+
+
+def test_every_policy_and_mapping_problem_in_one_run(load, tmp_path):
+    policies = tmp_path / "policies.json"
+    policies.write_text(json.dumps([{"id": "a"}, {"id": "b"}]))
+    lines = config_check.problems(load(
+        "[scheduler]\ncluster_policies = r1:packed, r2:nonexist, "
+        "r3:alsonot\n"
+        "[policy:packed]\nbalancer = power_saving\n"
+        "balancer_parameters = LowUtilization:75\n"
+        "[policy:p2]\nbalancer = even_vm_count\n"
+        "balancer_parameters = MigrationThreshold:1\n"
+        f"[migration]\npolicies_file = {policies}\n"
+        "cluster_policies = r1:nope\ndefault_policy = alsonope\n"))
+    assert [line.split(": value ")[0] for line in lines] == [
+        "[scheduler] cluster_policies", "[scheduler] cluster_policies",
+        "[policy:p2] balancer_parameters",
+        "[policy:packed] balancer_parameters",
+        "[migration] policies_file", "[migration] policies_file",
+        "[migration] cluster_policies", "[migration] default_policy"]
+    assert "r2:nonexist" in lines[0] and "r3:alsonot" in lines[1]
+    assert "policy 'a'" in lines[4] and "policy 'b'" in lines[5]
