@@ -385,6 +385,7 @@ class _Removed:
         #: (filter or weigher, rows) in the order they were removed.
         self._batches: list[tuple[object, np.ndarray]] = []
         self._known: list[tuple[int, object, filters.Rejection]] = []
+        self._records: list[_Rejected] | None = None
 
     def add(self, row: int, judge: object,
             rejection: filters.Rejection) -> None:
@@ -404,9 +405,15 @@ class _Removed:
             counts[host_filter.name] += len(rows)
         return counts
 
-    def records(self, spec: RequestSpec) -> list[tuple[int, _Rejected]]:
-        """(row, (host, judge's name, rejection)) of every removed host,
-        in row order."""
+    def records(self, spec: RequestSpec) -> list[_Rejected]:
+        """(host, judge's name, rejection) of every removed host, in row
+        order; the filters are asked once, however often it is called
+        (a NoValidHost summary, then explain output)."""
+        if self._records is None:
+            self._records = self._collect(spec)
+        return self._records
+
+    def _collect(self, spec: RequestSpec) -> list[_Rejected]:
         found = [(row, (self._hosts[row], judge.name, rejection))
                  for row, judge, rejection in self._known]
         for host_filter, rows in self._batches:
@@ -417,11 +424,11 @@ class _Removed:
                 found.append((row, (host, host_filter.name, rejection
                                     or _UNEXPLAINED)))
         found.sort(key=lambda item: item[0])
-        return found
+        return [record for _row, record in found]
 
 
-def _result(record: tuple[int, _Rejected]) -> HostResult:
-    _row, (host, name, rejection) = record
+def _result(record: _Rejected) -> HostResult:
+    host, name, rejection = record
     return HostResult(host, name, rejection.reason, rejection.detail)
 
 
