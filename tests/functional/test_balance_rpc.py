@@ -19,6 +19,7 @@ from tests.functional.test_rpc_service import scheduler_api
 from tests.functional.test_rpc_service import wait_for_log
 from tests.unit.test_balance_planner import claims_by_instance
 from tests.unit.test_balance_planner import planner
+from tests.unit.test_balance_planner import record_history
 from tests.unit.test_balance_planner import standard_fleet
 
 MIGRATIONS = models.Migration.__table__
@@ -47,9 +48,7 @@ def test_balance_plans_over_the_bus_and_notifies(
     history = planner(fleet_conf, fleet, "evenly_distributed")
     # Two minutes of reports with h0 and h1 above 80 %: the history the
     # service's balancer judges by.
-    for fleet.minute in range(3):
-        fleet.report()
-        history.balance(dry_run=True)
+    record_history(fleet, history)
 
     names = BusNames()
     sections = names.sections(broker_url)

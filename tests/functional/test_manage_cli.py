@@ -15,6 +15,7 @@ from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
 from tests.unit.test_balance_planner import planner
+from tests.unit.test_balance_planner import record_history
 from tests.unit.test_balance_planner import standard_fleet
 
 GIB = 2**30
@@ -363,9 +364,7 @@ def overloaded(balancing_conf, write_config, sqlite_url):
     conf = balancing_conf(sqlite_url)
     fleet = standard_fleet(db_api.get_engine(conf), ticks=2)
     history = planner(conf, fleet, "evenly_distributed")
-    for fleet.minute in range(3):
-        fleet.report()
-        history.balance(dry_run=True)
+    record_history(fleet, history)
     db_api.dispose_engines()
     return write_config({
         "database": {"connection": sqlite_url},

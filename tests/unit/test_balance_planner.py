@@ -149,6 +149,15 @@ def standard_fleet(engine, ticks: int) -> Fleet:
     return fleet
 
 
+def record_history(fleet: Fleet, plan: planner_mod.BalancePlanner) -> None:
+    """Reports of minutes 0 to 2, recorded in the utilisation history by
+    dry runs: the standard fleet's overload has lasted the two minutes
+    evenly_distributed waits for, and nothing is planned yet."""
+    for fleet.minute in range(3):
+        fleet.report()
+        plan.balance(dry_run=True)
+
+
 def claims_by_instance(engine) -> dict[str, str]:
     with engine.connect() as connection:
         rows = connection.execute(sa.select(
@@ -251,9 +260,7 @@ def test_even_vm_count_evens_the_counts(conf, engine):
 def test_dry_run_plans_the_same_without_claim_or_row(conf, engine):
     fleet = standard_fleet(engine, ticks=2)
     plan = planner(conf, fleet, "evenly_distributed")
-    for fleet.minute in range(3):
-        fleet.report()
-        plan.balance(dry_run=True)
+    record_history(fleet, plan)
     claims = claims_by_instance(engine)
     dry, = plan.balance(dry_run=True)
     assert dry.allocation_id is None
@@ -321,9 +328,7 @@ def test_history_is_shared_and_pruned(conf, engine):
 def test_stale_cpu_is_neither_over_nor_under(conf, engine):
     fleet = standard_fleet(engine, ticks=20)
     plan = planner(conf, fleet, "evenly_distributed")
-    for fleet.minute in range(3):
-        fleet.report()
-        plan.balance(dry_run=True)
+    record_history(fleet, plan)
     # Ten minutes later nobody reported: every cpu.percent is stale
     # ([metrics] max_age 300 s), whatever the history says.
     fleet.minute = 13
@@ -384,9 +389,7 @@ def test_spacing_keeps_one_migration_per_cluster_and_interval(conf,
                                                               engine):
     fleet = standard_fleet(engine, ticks=4)
     plan = planner(conf, fleet, "evenly_distributed")
-    for fleet.minute in range(3):
-        fleet.report()
-        plan.balance(dry_run=True)
+    record_history(fleet, plan)
     first, = plan.balance(spacing=300)
     # Another worker's tick a moment later: the cluster had its share.
     assert plan.balance(spacing=300) == []
@@ -416,9 +419,7 @@ def test_periodic_balancing_off_with_interval_zero(conf):
 def test_periodic_tick_reports_what_it_planned(conf, engine):
     fleet = standard_fleet(engine, ticks=4)
     plan = planner(conf, fleet, "evenly_distributed")
-    for fleet.minute in range(3):
-        fleet.report()
-        plan.balance(dry_run=True)
+    record_history(fleet, plan)
     conf.set_override("interval", 60, group="balancer")
     planned, = PeriodicBalancer(conf, plan).tick()
     assert planned["state"] == "planned"
@@ -430,9 +431,7 @@ def test_requested_migration_policy_overrides_the_clusters(conf, engine):
     plan = planner(conf, fleet, "evenly_distributed")
     with pytest.raises(exception.InvalidRequest, match="nope"):
         plan.balance(migration_policy="nope")
-    for fleet.minute in range(3):
-        fleet.report()
-        plan.balance(dry_run=True)
+    record_history(fleet, plan)
     dry, = plan.balance(dry_run=True)
     assert dry.migration_policy == "minimal_downtime"
     real, = plan.balance(migration_policy="post_copy")
@@ -498,9 +497,7 @@ def test_migration_policy_max_migrations_caps_the_host_limits(conf, engine):
 def test_planned_migration_carries_its_bandwidth(conf, engine):
     fleet = standard_fleet(engine, ticks=2)
     plan = planner(conf, fleet, "evenly_distributed")
-    for fleet.minute in range(3):
-        fleet.report()
-        plan.balance(dry_run=True)
+    record_history(fleet, plan)
     # auto without a known link speed: the hypervisor decides.
     assert plan.balance(dry_run=True)[0].bandwidth_mbps is None
     conf.set_override("bandwidth", 1000, group="migration")
