@@ -136,7 +136,7 @@ CHECKS: tuple[Check, ...] = (
         conf.database.connection)),
     # The service's own check: it also refuses several workers on an
     # in-process transport.
-    _raising(service._validate_transport),
+    _raising(service.validate_transport),
     plugins,
     weight_maximums,
     cluster_policy.policy_problems,

@@ -52,7 +52,7 @@ def configured_workers(conf: cfg.ConfigOpts) -> int:
     return 1 if workers is None else int(workers)
 
 
-def _validate_transport(conf: cfg.ConfigOpts) -> None:
+def validate_transport(conf: cfg.ConfigOpts) -> None:
     rpc.check_transport_url(conf, "DEFAULT", conf.transport_url)
     rpc.check_transport_url(conf, "oslo_messaging_notifications",
                             conf.oslo_messaging_notifications.transport_url,
@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # others: a malformed [oslo_messaging_rabbit] value exits 2 as well.
     messaging_conf.register_messaging_opts(CONF)
     common.prepare(PROG, CONF, argv, "scheduler",
-                   validators=[_validate_database, _validate_transport])
+                   validators=[_validate_database, validate_transport])
     workers = configured_workers(CONF)
     try:
         # Before the manager: its metrics must be created in the mode

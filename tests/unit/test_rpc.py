@@ -627,9 +627,9 @@ def test_several_workers_need_a_shared_broker(conf):
     conf.set_override("workers", 2, group="scheduler")
     with pytest.raises(exception.ConfigError,
                        match=r"\[scheduler\] workers: .*kombu\+memory"):
-        service_cmd._validate_transport(conf)
+        service_cmd.validate_transport(conf)
     conf.set_override("transport_url", "rabbit://guest:guest@127.0.0.1/")
-    service_cmd._validate_transport(conf)
+    service_cmd.validate_transport(conf)
 
 
 # balance (API 1.1)
