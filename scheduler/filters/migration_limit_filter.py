@@ -40,12 +40,8 @@ class MigrationLimitFilter(BaseHostFilter):
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         incoming, limit = spec.memo("MigrationLimitFilter",
                                     lambda: self._incoming())
-        if not incoming:
-            return np.ones(len(table), dtype=bool)
-        node_ids = table.attribute("node_id", np.int64)
-        return np.fromiter((incoming.get(node_id, 0) < limit
-                            for node_id in node_ids.tolist()),
-                           dtype=bool, count=len(node_ids))
+        full = [node for node, count in incoming.items() if count >= limit]
+        return ~np.isin(table.attribute("node_id", np.int64), full)
 
     def _incoming(self) -> tuple[dict[int, int], int]:
         """Active migrations by destination node, and the limit."""
