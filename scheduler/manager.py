@@ -894,15 +894,26 @@ class SchedulerManager:
                              flavor.disk_gb)
         for index, host in enumerate(decision.selected):
             self._check_hold(hold_deadline, spec.cluster)
+            allocation_id = instance if anonymous else str(uuid.uuid4())
             try:
                 claim = self.claims.claim(
                     host.node_id, instance, usage, group=spec.group,
-                    allocation_id=instance if anonymous else None)
+                    allocation_id=allocation_id)
             except claims.ClaimConflict as e:
                 self.stats.add(conflicts=1)
                 taken.append(host)
                 LOG.debug("%s; trying the next candidate", e)
                 continue
+            except sa_exc.SQLAlchemyError:
+                # The connection may have dropped after the database
+                # applied the claim: roll it back with the others, which
+                # releases it if it exists (later, if the database is
+                # away), so that nothing half-claimed remains.
+                made.append(claims.Claim(
+                    allocation_id, instance, host.node_id, host.uuid,
+                    host.host, host.nodename, usage.vcpus, usage.memory_mb,
+                    usage.disk_gb))
+                raise
             if claim.existing:
                 self.deferred_releases.cancel(claim.allocation_id)
                 self.stats.add(idempotent=1)
