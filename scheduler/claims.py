@@ -42,6 +42,7 @@ allocation id and returns it as made by this call.
 
 import contextlib
 import dataclasses
+import datetime
 import threading
 import uuid
 from collections.abc import Iterable
@@ -93,6 +94,12 @@ class Claim:
     #: request that won the race): the caller did not make it and must not
     #: release it on its own failure.
     existing: bool = False
+    #: The node's generation and change time as this claim left them,
+    #: when the call that returns it made it (else None): what lets the
+    #: caller's host cache take the claim in without reading the node
+    #: again (``HostManager.record_claim``).
+    generation: int | None = None
+    changed_at: datetime.datetime | None = None
 
 
 class ClaimConflict(exception.SchedulerError):
@@ -192,9 +199,10 @@ _USED = sa.select(
 #: its allocations).
 _NODE_USAGE = sa.select(
     _NODES.c.uuid, _NODES.c.host, _NODES.c.hypervisor_hostname,
-    _NODES.c.vcpus, _NODES.c.memory_mb, _NODES.c.local_gb,
-    _NODES.c.cpu_allocation_ratio, _NODES.c.ram_allocation_ratio,
-    _NODES.c.disk_allocation_ratio, _USED.c.vcpus_used,
+    _NODES.c.generation, _NODES.c.vcpus, _NODES.c.memory_mb,
+    _NODES.c.local_gb, _NODES.c.cpu_allocation_ratio,
+    _NODES.c.ram_allocation_ratio, _NODES.c.disk_allocation_ratio,
+    _USED.c.vcpus_used,
     _USED.c.memory_mb_used, _USED.c.disk_gb_used,
 ).select_from(_NODES.join(_USED, sa.true())).where(
     _NODES.c.id == sa.bindparam("node_id"))
@@ -244,7 +252,8 @@ WITH node AS (
     FROM bump
     RETURNING id
 )
-SELECT node.uuid, node.host, node.hypervisor_hostname, node.vcpus,
+SELECT node.uuid, node.host, node.hypervisor_hostname, node.generation,
+       node.vcpus,
        node.memory_mb, node.local_gb, node.cpu_ratio, node.ram_ratio,
        node.disk_ratio, node.vcpus_used, node.memory_mb_used,
        node.disk_gb_used, (SELECT count(*) FROM claim) AS claimed
@@ -318,11 +327,13 @@ def _check_room(node_id: int, node: sa.Row, usage: Usage, cpu_ratio: float,
 
 
 def _new_claim(node_id: int, node: sa.Row, instance_uuid: str,
-               usage: Usage, allocation_id: str) -> Claim:
+               usage: Usage, allocation_id: str, generation: int,
+               changed_at: datetime.datetime) -> Claim:
     return Claim(allocation_id=allocation_id, instance_uuid=instance_uuid,
                  node_id=node_id, node_uuid=node.uuid, host=node.host,
                  nodename=node.hypervisor_hostname, vcpus=usage.vcpus,
-                 memory_mb=usage.memory_mb, disk_gb=usage.disk_gb)
+                 memory_mb=usage.memory_mb, disk_gb=usage.disk_gb,
+                 generation=generation, changed_at=changed_at)
 
 
 class Claims:
@@ -399,10 +410,11 @@ class Claims:
         """The claim in one statement (``_CAS_CLAIM``); None when the
         node's generation moved under it."""
         opts = self.conf.filter_scheduler
+        now = models.utcnow()
         with engine.connect() as connection:
             node = connection.execution_options(
                 isolation_level="AUTOCOMMIT").execute(_CAS_CLAIM, {
-                    "node_id": node_id, "now": models.utcnow(),
+                    "node_id": node_id, "now": now,
                     "cpu_ratio": opts.cpu_allocation_ratio,
                     "ram_ratio": opts.ram_allocation_ratio,
                     "disk_ratio": opts.disk_allocation_ratio,
@@ -418,8 +430,9 @@ class Claims:
             _check_room(node_id, node, usage, node.cpu_ratio,
                         node.ram_ratio, node.disk_ratio)
             return None
+        # The swap bumped the generation it read.
         return _new_claim(node_id, node, instance_uuid, usage,
-                          allocation_id)
+                          allocation_id, node.generation + 1, now)
 
     def _locked_claim(self, engine: Engine, node_id: int,
                       instance_uuid: str, usage: Usage, group: str | None,
@@ -451,8 +464,9 @@ class Claims:
                 "compute_node_id": node_id, "vcpus": usage.vcpus,
                 "memory_mb": usage.memory_mb, "disk_gb": usage.disk_gb,
                 "instance_group": group, "created_at": now})
+        # Read after the bump, in its transaction: the bumped generation.
         return _new_claim(node_id, node, instance_uuid, usage,
-                          allocation_id)
+                          allocation_id, node.generation, now)
 
     def find(self, instance_uuids: Iterable[str]) -> dict[str, Claim]:
         """The claims held by these instances, by instance uuid (instances

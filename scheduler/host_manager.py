@@ -665,6 +665,37 @@ class HostManager:
             self._completed = started
             return list(self._ordered)
 
+    def record_claim(self, node_id: int, generation: int,
+                     changed_at: datetime.datetime, instance_uuid: str,
+                     vcpus: int, memory_mb: int, disk_gb: int,
+                     group: str | None) -> bool:
+        """Take a claim this process just made into the cache, as the next
+        refresh would read it; True when done.
+
+        Done only when the claim is the node's one change since the cache
+        read it (the claim moved its generation from the cached one to
+        ``generation``); otherwise the next refresh reads the node as
+        usual. The refresh then finds the node's change key as cached and
+        reads neither the node nor its claims again: one statement per
+        decision fewer, and no JSON decoded.
+        """
+        with self._lock:
+            entry = self._entries.get(node_id)
+            if entry is None or entry.state.generation != generation - 1:
+                return False
+            row, allocations, ratios = entry.source
+            row = row._replace(generation=generation, changed_at=changed_at)
+            allocations = (*allocations, _AllocationRow(
+                node_id, instance_uuid, vcpus, memory_mb, disk_gb, group,
+                changed_at))
+            entry = _Entry(_build(row, allocations, entry.decoded, ratios),
+                           entry.decoded, (row, allocations, ratios))
+            self._entries[node_id] = entry
+            index = self._position[node_id]
+            self._ordered[index] = entry.state
+            self._table = self._table.replaced({index: entry.state})
+            return True
+
     def _refresh(self, now: float) -> None:
         opts = self.conf.filter_scheduler
         full = (self._last_full is None

@@ -920,6 +920,11 @@ class SchedulerManager:
             else:
                 made.append(claim)
                 self.stats.add(claims=1)
+            if claim.generation is not None:
+                self.host_manager.record_claim(
+                    claim.node_id, claim.generation, claim.changed_at,
+                    instance, usage.vcpus, usage.memory_mb,
+                    usage.disk_gb, spec.group)
             # An existing claim may be on a later candidate: it is not
             # its own alternate.
             return [_claim_entry(claim, decision)] + [

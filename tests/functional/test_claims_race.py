@@ -289,8 +289,37 @@ def test_claim_racing_a_committing_claim_on_postgresql(postgresql_url,
         assert isinstance(got[0], claims.ClaimConflict), got
     else:
         assert isinstance(got[0], claims.Claim), got
+        # Made under the row lock after the other claim's bump: its own
+        # bump is the second.
+        assert got[0].generation == 2
     with engine.connect() as connection:
         used = connection.execute(sa.select(sa.func.sum(
             ALLOCATIONS.c.vcpus))).scalar_one()
     assert used == 2
+    db_api.dispose_engines()
+
+
+def test_one_statement_claims_tell_the_generation_they_left(postgresql_url):
+    """The caller's host cache takes a claim in by the generation and
+    change time the claim returns: they must be the row's."""
+    from scheduler import claims
+
+    conf = _config(postgresql_url)
+    engine = db_api.get_engine(conf)
+    migration.db_sync(engine)
+    now = models.utcnow()
+    with engine.begin() as connection:
+        node = connection.execute(NODES.insert().values(
+            uuid=str(uuid.uuid4()), host="h1", hypervisor_hostname="h1",
+            vcpus=8, memory_mb=8192, local_gb=100, generation=5,
+            changed_at=now, updated_at=now)).inserted_primary_key[0]
+    store = claims.Claims(conf)
+    made = [store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
+            for _ in range(2)]
+    with engine.connect() as connection:
+        row = connection.execute(sa.select(NODES).where(
+            NODES.c.id == node)).one()
+    assert [claim.generation for claim in made] == [6, 7]
+    assert (made[-1].generation, made[-1].changed_at) == (row.generation,
+                                                          row.changed_at)
     db_api.dispose_engines()

@@ -145,8 +145,22 @@ def test_find_returns_held_claims_only(engine, store):
     found = store.find([held.instance_uuid, new_uuid()])
     assert list(found) == [held.instance_uuid]
     assert found[held.instance_uuid] == claims.Claim(
-        **{**held.__dict__, "existing": True})
+        **{**held.__dict__, "existing": True, "generation": None,
+           "changed_at": None})
     assert store.find([]) == {}
+
+
+def test_a_new_claim_tells_the_generation_and_change_time_it_left(
+        engine, store):
+    node = add_node(engine, "a")
+    first = store.claim(node, new_uuid(), ONE)
+    second = store.claim(node, new_uuid(), ONE)
+    row = node_row(engine, node)
+    assert (first.generation, second.generation) == (1, 2)
+    assert (second.generation, second.changed_at) == (row.generation,
+                                                      row.changed_at)
+    again = store.claim(node, second.instance_uuid, ONE)
+    assert again.existing and again.generation is None
 
 
 def test_find_reads_many_uuids_in_chunks(engine, store):

@@ -349,6 +349,46 @@ def test_new_claim_bumping_the_generation_is_seen(engine, manager):
     assert host.generation == 1
 
 
+def test_recorded_claim_is_cached_as_a_refresh_would_read_it(
+        conf, engine, manager):
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    add_node(engine, "b", when=models.utcnow() - 10 * SECOND)
+    manager.host_states()
+    table = manager.host_table()
+    instance = claim(engine, node, vcpus=3, memory_mb=2048, disk_gb=7,
+                     group="g")
+    with engine.connect() as connection:
+        row = connection.execute(sa.select(NODES).where(
+            NODES.c.id == node)).one()
+    assert manager.record_claim(node, row.generation, row.changed_at,
+                                instance, 3, 2048, 7, "g")
+    recorded = by_host(manager.host_states())["a"]
+    # The refresh found the node's key as recorded: nothing read again.
+    assert manager.last_refresh.rows_fetched == 0
+    assert manager.last_refresh.allocations_read == 0
+    fresh = by_host(hm.HostManager(conf).host_states())["a"]
+    assert recorded == fresh
+    assert manager.host_table() is not table
+    assert manager.host_table().column(
+        "free_vcpus", float, lambda host: host.free_vcpus).tolist() == [
+        125.0, 128.0]
+
+
+def test_claim_after_another_change_is_left_to_the_refresh(engine,
+                                                           manager):
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    manager.host_states()
+    claim(engine, node, vcpus=2)  # another scheduler's: generation 1
+    instance = claim(engine, node, vcpus=3)  # ours: generation 2
+    assert not manager.record_claim(node, 2, models.utcnow(), instance, 3,
+                                    512, 10, None)
+    host = manager.host_states()[0]
+    assert host.vcpus_claimed == 5 and host.generation == 2
+    assert not manager.record_claim(node, 2, models.utcnow(), instance, 3,
+                                    512, 10, None)
+    assert manager.host_states()[0].vcpus_claimed == 5
+
+
 def test_released_claim_is_seen(engine, manager):
     node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
     instance = claim(engine, node, vcpus=3)

@@ -18,6 +18,7 @@ from scheduler import claims
 from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler import filter_scheduler
+from scheduler import host_manager as hm
 from scheduler import manager
 from scheduler.conf import opts as scheduler_opts
 from scheduler.db import locks
@@ -372,6 +373,21 @@ def test_reply_shape_and_claim(mgr, engine):
     assert (entry["host"], entry["nodename"], entry["uuid"]) == (
         node.host, node.hypervisor_hostname, node.uuid)
     assert isinstance(entry["weight"], float)
+
+
+def test_own_claim_reaches_the_cache_without_a_read(conf, mgr, engine):
+    for name in ("a", "b"):
+        add_node(engine, name)
+    instance = uuids(1)
+    entry, = mgr.select_destinations(spec(vcpus=2, ram=1024), instance)[0]
+    cached = {host.host: host for host in mgr.host_manager.host_states()}
+    assert mgr.host_manager.last_refresh.rows_fetched == 0
+    chosen = cached[entry["host"]]
+    assert chosen.instances == set(instance)
+    assert (chosen.vcpus_claimed, chosen.memory_mb_claimed) == (2, 1024)
+    fresh = hm.HostManager(conf).host_states()
+    assert [host for host in fresh if host.host == entry["host"]] == [
+        chosen]
 
 
 def test_alternates_follow_the_chosen_host(conf, mgr, engine):
