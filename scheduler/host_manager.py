@@ -714,6 +714,12 @@ class HostManager:
                 # committed between the two statements bumps its node's
                 # key, which the next refresh sees.
                 with engine.connect() as connection:
+                    if engine.dialect.name == "postgresql":
+                        # psycopg would send BEGIN before the first read
+                        # and the pool a ROLLBACK after the last: two
+                        # round trips of the three of a typical refresh.
+                        connection = connection.execution_options(
+                            isolation_level="AUTOCOMMIT")
                     if full:
                         changes = self._read_all(connection, ratios)
                     else:

@@ -7,13 +7,17 @@ In one run, over the local RabbitMQ (issue 4):
    payload)`` returning its payload, in a separate process, threading
    executor like the service) is called with the request spec as payload,
    for each client thread count;
-2. for each fleet size, a synthetic fleet is written (``bench_engine``'s
+2. the same echo server sending, for each call, the start and end
+   notifications the service sends for a select_destinations
+   (``kind=echo-notify``): the bus work of a decision that costs
+   nothing, the ceiling of what select_destinations can reach;
+3. for each fleet size, a synthetic fleet is written (``bench_engine``'s
    ``build_fleet``) into a fresh temporary PostgreSQL database, the real
-   ``scheduler-service`` console script is started on it (one worker,
-   bench_engine's filters and weighers, notifications on as in
-   production) and ``select_destinations`` is called for one new
-   instance per call, each of which claims a host in the database, for
-   each client thread count.
+   ``scheduler-service`` console script is started on it (one worker
+   unless ``--workers`` says otherwise, bench_engine's filters and
+   weighers, notifications on as in production) and
+   ``select_destinations`` is called for one new instance per call, each
+   of which claims a host in the database, for each client thread count.
 
 Both use the same client code path: one transport, ``RPCClient.call``
 from 1 or T threads, a fresh request id per call. Each case starts with
@@ -44,13 +48,14 @@ deleted at the end, also after a failure, Ctrl-C or SIGTERM. The server
 processes are stopped by their PIDs.
 
 Usage: ``tools/bench_service.py [--hosts N]... [--threads T]...
-[--calls N] [--echo-calls N] [--warmup N]``; without ``--hosts`` /
-``--threads`` the default cases (1,000 and 5,000 hosts, 1 and 8 threads)
-run, 2,000 timed echo and 1,000 timed select_destinations calls per case
-after 200 warm-up calls (and, after a fleet was written, at least until
-``[filter_scheduler] refresh_overlap`` s have passed: until then every
-refresh scans the whole fleet). The echo is measured first, and stopped
-before the service starts. A full default run takes about 15 minutes on
+[--calls N] [--echo-calls N] [--warmup N] [--workers W]``; without
+``--hosts`` / ``--threads`` the default cases (1,000 and 5,000 hosts, 1
+and 8 threads) run, 2,000 timed echo (and echo-notify) and 1,000 timed
+select_destinations calls per case after 200 warm-up calls (and, after
+a fleet was written, at least until ``[filter_scheduler]
+refresh_overlap`` s have passed: until then every refresh scans the
+whole fleet). The echo servers are measured first, and stopped before
+the service starts. A full default run takes about 15 minutes on
 2 busy cores.
 
 ``--profile-server DIR`` runs each service under yappi (wall clock, all
@@ -98,6 +103,8 @@ from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
+from scheduler.rpc import notifications
+from scheduler.rpc import server as rpc_server
 
 DEFAULT_SIZES = (1000, 5000)
 DEFAULT_THREADS = (1, 8)
@@ -116,6 +123,8 @@ CALL_TIMEOUT = 30.0
 CALL_RETRY = 3
 #: Heartbeat and metrics age limits of the service: longer than any run.
 STALE_AFTER = 86400
+#: The keys of one select_destinations reply entry.
+SELECTION_KEYS = ("host", "nodename", "uuid", "weight", "allocation_id")
 NOTIFICATION_PRIORITIES = ("audit", "debug", "info", "warn", "error",
                            "critical", "sample")
 
@@ -230,7 +239,7 @@ def engine_overrides() -> dict[str, dict[str, object]]:
 
 
 def write_config(path: Path, names: BusNames, transport_url: str,
-                 db_url: str, state_path: Path) -> None:
+                 db_url: str, state_path: Path, workers: int = 1) -> None:
     sections: dict[str, dict[str, object]] = {
         "DEFAULT": {"transport_url": transport_url,
                     "control_exchange": names.exchange,
@@ -238,7 +247,7 @@ def write_config(path: Path, names: BusNames, transport_url: str,
                     "host": names.host,
                     "state_path": state_path},
         "database": {"connection": db_url},
-        "scheduler": {"workers": 1},
+        "scheduler": {"workers": workers},
         # The fleet is written once and no monitor reports during the
         # run: heartbeats and metrics must not expire (same checks, a
         # day's margin).
@@ -272,17 +281,30 @@ def load_config(path: str | os.PathLike) -> cfg.ConfigOpts:
 
 
 class EchoEndpoint:
-    """The bare RPC endpoint the service is compared with."""
+    """The bare RPC endpoint the service is compared with; with a
+    notifier, it also sends the start and end notifications the service
+    sends for each select_destinations (same event types, sender and
+    payload sizes) and nothing else: the bus work of a decision that
+    costs nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, notifier: Any = None) -> None:
         self.target = _messaging().Target(version=rpc.RPC_API_VERSION)
+        self.notifier = notifier
 
     def echo(self, ctxt: dict, payload: Any) -> Any:
+        if self.notifier is not None:
+            self.notifier.info(ctxt, rpc.SELECT_START, {
+                "request_spec": payload, "instance_uuids": None,
+                "return_alternates": False})
+            self.notifier.info(ctxt, rpc.SELECT_END, {
+                "instance_uuids": None, "error": None,
+                "selections": [[dict.fromkeys(SELECTION_KEYS, "x" * 36)]]})
         return payload
 
 
-def serve_echo(config_file: str) -> int:
-    """Serve ``echo`` on the run's echo topic until SIGTERM or SIGINT."""
+def serve_echo(config_file: str, notify: bool = False) -> int:
+    """Serve ``echo`` on the run's echo topic until SIGTERM or SIGINT;
+    ``notify``: with the service's notifications."""
     oslo_messaging = _messaging()
     conf = load_config(config_file)
     stop = threading.Event()
@@ -296,8 +318,14 @@ def serve_echo(config_file: str) -> int:
     names = BusNames(conf.host.removeprefix("bench-"))
     target = oslo_messaging.Target(topic=names.echo_topic, server=conf.host)
     # As SchedulerRPCService does: default (threading) executor.
+    notifier = None
+    if notify:
+        notification_transport = oslo_messaging.get_notification_transport(
+            conf)
+        notifier = notifications.BackgroundNotifier(
+            rpc_server.create_notifier(conf, notification_transport))
     server = oslo_messaging.get_rpc_server(
-        transport, target, [EchoEndpoint()],
+        transport, target, [EchoEndpoint(notifier)],
         access_policy=oslo_messaging.DefaultRPCAccessPolicy)
     server.start()
     print(f"Serving topic {names.echo_topic}", flush=True)
@@ -305,6 +333,9 @@ def serve_echo(config_file: str) -> int:
         pass
     server.stop()
     server.wait()
+    if notifier is not None:
+        notifier.stop()
+        notification_transport.cleanup()
     transport.cleanup()
     return 0
 
@@ -353,9 +384,15 @@ class ServerProcess:
             time.sleep(0.1)
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time of the process (all its threads)."""
-        times = self.process.cpu_times()
-        return times.user + times.system
+        """User + system CPU time of the process and of its worker
+        processes (all their threads)."""
+        total = 0.0
+        for process in [self.process,
+                        *self.process.children(recursive=True)]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = process.cpu_times()
+                total += times.user + times.system
+        return total
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout``; by PID only."""
@@ -570,7 +607,7 @@ class Bench:
 
     def setup(self, db_url: str) -> None:
         write_config(self.config_path, self.names, self.args.transport_url,
-                     db_url, self.tmp / "state")
+                     db_url, self.tmp / "state", self.args.workers)
         self.conf = load_config(self.config_path)
         self.engine = db_api.get_engine(self.conf)
         migration.db_sync(self.engine)
@@ -629,10 +666,14 @@ class Bench:
             results.append(result)
         return results
 
-    def run_echo(self) -> list[Result]:
-        server = self.start("echo-server", [
+    def run_echo(self, notify: bool = False,
+                 echo: dict[int, Result] | None = None) -> list[Result]:
+        """The echo server's cases; ``notify``: the echo-notify ones,
+        compared with ``echo``."""
+        name = "echo-notify" if notify else "echo"
+        server = self.start(f"{name}-server", [
             sys.executable, os.path.abspath(__file__), "--serve-echo",
-            os.fspath(self.config_path)])
+            os.fspath(self.config_path)] + (["--notify"] if notify else []))
         try:
             payload = bench_engine.REQUEST
             # Answers: the consumer is up and bound.
@@ -643,8 +684,8 @@ class Bench:
             def call() -> Any:
                 return client.call(_context(), "echo", payload=payload)
 
-            return self.measure("echo", None, call, self.args.echo_calls,
-                                server, None)
+            return self.measure(name, None, call, self.args.echo_calls,
+                                server, echo)
         finally:
             server.stop()
 
@@ -765,6 +806,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "--calls, else 2000)")
     parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
                         help="untimed calls before each case")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="[scheduler] workers of the service (default "
+                        "1); the echo server is one process whatever "
+                        "this says")
     parser.add_argument("--transport-url",
                         default=os.environ.get("SCHEDULER_TEST_RABBIT_URL")
                         or DEFAULT_RABBIT_URL,
@@ -782,10 +827,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "(slows the service: numbers are not comparable)")
     parser.add_argument("--serve-echo", metavar="CONFIG",
                         help=argparse.SUPPRESS)
+    parser.add_argument("--notify", action="store_true",
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     for name in ("hosts", "threads"):
         if any(value < 1 for value in getattr(args, name) or ()):
             parser.error(f"--{name} must be >= 1")
+    if args.workers < 1:
+        parser.error("--workers must be >= 1")
     if args.echo_calls is None:
         args.echo_calls = args.calls or DEFAULT_ECHO_CALLS
     if args.calls is None:
@@ -798,7 +847,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve_echo:
-        return serve_echo(args.serve_echo)
+        return serve_echo(args.serve_echo, args.notify)
     stop = threading.Event()
 
     def interrupt(_signum: int, _frame: FrameType | None) -> None:
@@ -824,6 +873,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{bench.names.exchange}", flush=True)
             echo = bench.run_echo()
             by_threads = {result.threads: result for result in echo}
+            echo += bench.run_echo(notify=True, echo=by_threads)
             selects = []
             for hosts in args.hosts or DEFAULT_SIZES:
                 selects += bench.run_select(hosts, by_threads)
