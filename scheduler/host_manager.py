@@ -674,14 +674,17 @@ class HostManager:
 
         Done only when the claim is the node's one change since the cache
         read it (the claim moved its generation from the cached one to
-        ``generation``); otherwise the next refresh reads the node as
-        usual. The refresh then finds the node's change key as cached and
-        reads neither the node nor its claims again: one statement per
-        decision fewer, and no JSON decoded.
+        ``generation``) and the cache does not count it yet (a refresh
+        may have read the node before the claim and its claims after);
+        otherwise the next refresh reads the node as usual. The refresh
+        then still reads the node's row, stamped after its watermark, but
+        finds the change key as cached: it reads no claims, decodes
+        nothing and rebuilds nothing.
         """
         with self._lock:
             entry = self._entries.get(node_id)
-            if entry is None or entry.state.generation != generation - 1:
+            if (entry is None or entry.state.generation != generation - 1
+                    or instance_uuid in entry.state.instances):
                 return False
             row, allocations, ratios = entry.source
             row = row._replace(generation=generation, changed_at=changed_at)
@@ -690,10 +693,11 @@ class HostManager:
                 changed_at))
             entry = _Entry(_build(row, allocations, entry.decoded, ratios),
                            entry.decoded, (row, allocations, ratios))
-            self._entries[node_id] = entry
             index = self._position[node_id]
+            table = self._table.replaced({index: entry.state})
+            self._entries[node_id] = entry
             self._ordered[index] = entry.state
-            self._table = self._table.replaced({index: entry.state})
+            self._table = table
             return True
 
     def _refresh(self, now: float) -> None:
@@ -709,10 +713,10 @@ class HostManager:
         engine = db_api.get_engine(self.conf, pre_ping=False)
         for attempt in (1, 2):
             try:
-                # One connection, so that SQLite reads the nodes and their
-                # claims in one snapshot. On other backends a claim
-                # committed between the two statements bumps its node's
-                # key, which the next refresh sees.
+                # The nodes are read before their claims, in snapshots of
+                # their own but on MariaDB: a claim committed in between is
+                # counted under the node's older key, which the next
+                # refresh finds moved.
                 with engine.connect() as connection:
                     if engine.dialect.name == "postgresql":
                         # psycopg would send BEGIN before the first read

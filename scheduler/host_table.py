@@ -120,8 +120,11 @@ class HostTable:
         hosts = list(self.hosts)
         for index, host in rows.items():
             hosts[index] = host
+        # Other threads may add columns to this table meanwhile.
+        with self._lock:
+            carried = list(self._columns.items())
         columns = {}
-        for key, (array, builder) in self._columns.items():
+        for key, (array, builder) in carried:
             dtype, value = builder
             array = array.copy()
             for index, host in rows.items():

@@ -389,6 +389,37 @@ def test_claim_after_another_change_is_left_to_the_refresh(engine,
     assert manager.host_states()[0].vcpus_claimed == 5
 
 
+def test_claim_the_cache_already_counts_is_not_recorded_twice(
+        engine, manager, monkeypatch):
+    """A refresh that read the node before our claim and its claims after
+    counts the claim under the node's older generation: recording it
+    would count it twice under a key the refresh would then trust."""
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    manager.host_states()
+    read_nodes = hm._fetch
+    claimed = {}
+
+    def claim_between_the_reads(connection, query, shape, **parameters):
+        rows = read_nodes(connection, query, shape, **parameters)
+        if shape is hm._NodeRow and not claimed:
+            claimed["instance"] = claim(engine, node, vcpus=3)
+        return rows
+
+    update_node(engine, node, generation=1)
+    monkeypatch.setattr(hm, "_fetch", claim_between_the_reads)
+    host = manager.host_states()[0]
+    monkeypatch.setattr(hm, "_fetch", read_nodes)
+    assert (host.generation, host.vcpus_claimed) == (1, 3)
+    with engine.connect() as connection:
+        row = connection.execute(sa.select(NODES).where(
+            NODES.c.id == node)).one()
+    assert row.generation == 2
+    assert not manager.record_claim(node, 2, row.changed_at,
+                                    claimed["instance"], 3, 512, 10, None)
+    host = manager.host_states()[0]
+    assert (host.generation, host.vcpus_claimed) == (2, 3)
+
+
 def test_released_claim_is_seen(engine, manager):
     node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
     instance = claim(engine, node, vcpus=3)

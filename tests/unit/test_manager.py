@@ -381,7 +381,8 @@ def test_own_claim_reaches_the_cache_without_a_read(conf, mgr, engine):
     instance = uuids(1)
     entry, = mgr.select_destinations(spec(vcpus=2, ram=1024), instance)[0]
     cached = {host.host: host for host in mgr.host_manager.host_states()}
-    assert mgr.host_manager.last_refresh.rows_fetched == 0
+    refresh = mgr.host_manager.last_refresh
+    assert (refresh.rows_fetched, refresh.allocations_read) == (0, 0)
     chosen = cached[entry["host"]]
     assert chosen.instances == set(instance)
     assert (chosen.vcpus_claimed, chosen.memory_mb_claimed) == (2, 1024)
