@@ -57,6 +57,7 @@ from sqlalchemy.engine import Engine
 from scheduler import exception
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler.release_journal import ReleaseJournal
 
 LOG = logging.getLogger(__name__)
 
@@ -526,6 +527,22 @@ class Claims:
         return True
 
 
+#: The Claim fields a journal record holds.
+_RECORD_FIELDS = ("allocation_id", "instance_uuid", "node_id", "node_uuid",
+                  "host", "nodename", "vcpus", "memory_mb", "disk_gb")
+
+
+def _record(claim: Claim) -> dict:
+    return {name: getattr(claim, name) for name in _RECORD_FIELDS}
+
+
+def _from_record(record: dict) -> Claim:
+    if set(record) != set(_RECORD_FIELDS):
+        raise ValueError(f"a record has the fields {sorted(record)}, "
+                         f"expected {sorted(_RECORD_FIELDS)}")
+    return Claim(**record)
+
+
 class DeferredReleases:
     """Claims a failed request could not undo (the database was
     unreachable), released by a background thread that retries every
@@ -534,14 +551,18 @@ class DeferredReleases:
     once the database is back.
 
     ``cancel`` takes a claim back, for a retried request of the same
-    instance that is answered with it meanwhile.
+    instance that is answered with it meanwhile. With a ``journal`` the
+    pending claims are also kept on disk, and ``adopt_orphans`` takes
+    over those a stopped process left (``scheduler.release_journal``).
     """
 
     def __init__(self, store: Claims, interval: float = 0.5,
-                 max_interval: float = 10.0):
+                 max_interval: float = 10.0,
+                 journal: ReleaseJournal | None = None):
         self.store = store
         self.interval = interval
         self.max_interval = max_interval
+        self.journal = journal
         self._pending: dict[str, Claim] = {}
         self._changed = threading.Condition()
         # Held while a release runs, so that cancel() waits for it.
@@ -553,17 +574,48 @@ class DeferredReleases:
     def add(self, claim: Claim) -> None:
         with self._changed:
             self._pending[claim.allocation_id] = claim
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, daemon=True, name="claim-releases")
-                self._thread.start()
-            self._changed.notify_all()
+            self._saved()
+
+    def adopt_orphans(self) -> int:
+        """Take over the claims awaiting release that stopped processes
+        left in the journal; returns how many."""
+        if self.journal is None:
+            return 0
+
+        def keep(records: list[dict]) -> None:
+            adopted = [_from_record(record) for record in records]
+            with self._changed:
+                self._pending.update((claim.allocation_id, claim)
+                                     for claim in adopted)
+                self._saved()
+
+        count = self.journal.adopt(keep)
+        if count:
+            LOG.info("Releasing %d claim(s) that a stopped scheduler "
+                     "process left awaiting release", count)
+        return count
+
+    def _saved(self) -> None:
+        # Called holding _changed, after _pending changed: saves it and
+        # makes sure the thread runs while something is pending.
+        if self.journal is not None:
+            self.journal.save([_record(claim)
+                               for claim in self._pending.values()])
+        if self._pending and (self._thread is None
+                              or not self._thread.is_alive()):
+            self._thread = threading.Thread(
+                target=self._run, daemon=True, name="claim-releases")
+            self._thread.start()
+        self._changed.notify_all()
 
     def cancel(self, allocation_id: str) -> bool:
         """Keep that claim after all; False when it was not pending (or
         was released while this call waited)."""
         with self._releasing, self._changed:
-            return self._pending.pop(allocation_id, None) is not None
+            if self._pending.pop(allocation_id, None) is None:
+                return False
+            self._saved()
+            return True
 
     def pending(self) -> list[Claim]:
         with self._changed:
@@ -608,4 +660,4 @@ class DeferredReleases:
                              "by a request that failed on a database "
                              "error", claim.allocation_id,
                              claim.instance_uuid, claim.host)
-                self._changed.notify_all()
+                self._saved()

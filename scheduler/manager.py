@@ -28,7 +28,8 @@ database so that concurrent schedulers never double-book a host.
    again. The common path thus pays no lookup.
 5. If an instance fits nowhere, the claims this call made are released
    before NoValidHost is raised (a release the database refuses is
-   retried in the background until it succeeds:
+   retried in the background until it succeeds, and kept on disk
+   meanwhile in case the service stops first:
    ``claims.DeferredReleases``); with ``[scheduler]
    pending_retry_timeout`` and pending claims in the cluster, the whole
    request is first retried until the timeout.
@@ -63,6 +64,8 @@ from scheduler.balancer.planner import BalancePlanner
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.filters import json_filter
+from scheduler.release_journal import ReleaseJournal
+from scheduler.release_journal import journal_directory
 from scheduler.request_spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
@@ -640,7 +643,8 @@ class SchedulerManager:
         self.planner = BalancePlanner(conf, self.host_manager,
                                       self.policies)
         self.claims = claims.Claims(conf)
-        self.deferred_releases = claims.DeferredReleases(self.claims)
+        self.deferred_releases = claims.DeferredReleases(
+            self.claims, journal=ReleaseJournal(journal_directory(conf)))
         self.stats = ManagerStats()
 
     # select_destinations
@@ -986,6 +990,12 @@ class SchedulerManager:
         with self._database_errors("balance"):
             return [migration.as_dict() for migration in self.planner.balance(
                 cluster, dry_run, migration_policy=migration_policy)]
+
+    def resume_releases(self) -> int:
+        """Release, in the background, the claims that stopped scheduler
+        processes left awaiting release (``DeferredReleases``); returns
+        how many. Called when a service worker starts."""
+        return self.deferred_releases.adopt_orphans()
 
     def release(self, instance_uuid: str) -> bool:
         """Free the instance's claim; False when it held none."""

@@ -69,6 +69,8 @@ class Manager(Protocol):
     def balance(self, cluster: str | None, dry_run: bool,
                 migration_policy: str | None) -> list[dict]: ...
 
+    def resume_releases(self) -> int: ...
+
 
 def _wrong_type(name: str, value: object, expected: str
                 ) -> exception.InvalidRequest:
@@ -394,6 +396,7 @@ class SchedulerWorker(oslo_service.ServiceBase):
             manager = self.manager_factory(self.conf)
         if self._stopped.is_set():
             return
+        manager.resume_releases()
         self.rpc_service = SchedulerRPCService(self.conf, manager)
         if self._stopped.is_set():
             self.rpc_service.stop()

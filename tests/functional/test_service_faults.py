@@ -23,11 +23,13 @@ import collections
 import concurrent.futures
 import contextlib
 import dataclasses
+import json
 import re
 import shutil
 import subprocess
 import threading
 import time
+import types
 import urllib.parse
 import uuid
 from collections.abc import Callable
@@ -39,7 +41,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from scheduler import claims
 from scheduler import exception
+from scheduler import release_journal
 from scheduler import rpc
 from scheduler.db import migration
 from scheduler.db import models
@@ -436,6 +440,52 @@ def test_race_over_the_bus_never_overcommits(
     assert all(type(c.error) is exception.NoValidHost for c in refused)
     held = check_claims_match(db_url, placed)
     assert held.used == CAPACITY
+
+
+@pytest.mark.postgresql
+def test_claims_left_awaiting_release_are_released_by_the_next_service(
+        broker_url, postgresql_url, write_config,  # noqa: F811
+        start_console_script, tmp_path):
+    """A service stopped while the database was away keeps the claims it
+    could not undo in its journal; the next one to start releases them."""
+    make_fleet(postgresql_url)
+    engine = _engine(postgresql_url)
+    try:
+        with engine.begin() as connection:
+            node = connection.execute(sa.select(
+                NODES.c.id, NODES.c.uuid, NODES.c.host,
+                NODES.c.hypervisor_hostname).limit(1)).one()
+            left = [claims.Claim(new_uuid(), new_uuid(), node.id, node.uuid,
+                                 node.host, node.hypervisor_hostname, 1, 64,
+                                 1) for _ in range(2)]
+            connection.execute(ALLOCATIONS.insert(), [{
+                "uuid": claim.allocation_id,
+                "instance_uuid": claim.instance_uuid,
+                "compute_node_id": claim.node_id, "vcpus": claim.vcpus,
+                "memory_mb": claim.memory_mb, "disk_gb": claim.disk_gb,
+                "created_at": models.utcnow()} for claim in left])
+        # As the killed service left it: a file nobody holds.
+        journal = Path(release_journal.journal_directory(
+            types.SimpleNamespace(
+                state_path=str(tmp_path / "state"),
+                database=types.SimpleNamespace(connection=postgresql_url))))
+        journal.mkdir(parents=True)
+        (journal / "killed.json").write_text(json.dumps(
+            [claims._record(claim) for claim in left]))
+        # Two workers: both look, one adopts.
+        with running_service(broker_url, postgresql_url, write_config,
+                             start_console_script, 2) as service:
+            deadline = time.monotonic() + 30
+            while audit(postgresql_url).claims and (
+                    time.monotonic() < deadline):
+                time.sleep(0.2)
+            stderr = service.process.stderr
+        assert audit(postgresql_url).claims == {}
+        assert stderr.count("Releasing 2 claim(s) that a stopped "
+                            "scheduler process left") == 1
+        assert list(journal.iterdir()) == []
+    finally:
+        engine.dispose()
 
 
 # 2. RabbitMQ restarted under load

@@ -1,5 +1,8 @@
 """Claims in the database: capacity checks, idempotency, release."""
 
+import dataclasses
+import json
+import pathlib
 import threading
 import time
 import uuid
@@ -9,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from scheduler import claims
+from scheduler import release_journal
 from scheduler.db import api as db_api
 from scheduler.db import models
 
@@ -374,3 +378,111 @@ def test_claim_committed_before_the_connection_dropped_is_ours(
     assert not claim.existing
     assert [row.uuid for row in allocations(engine)] == [
         claim.allocation_id]
+
+
+# Claims awaiting release, on disk
+
+
+class DatabaseAway(claims.Claims):
+    """Claims whose releases the database refuses."""
+
+    def release_allocation(self, allocation_id):
+        raise sa_exc.OperationalError("DELETE", {}, Exception(
+            "connection refused"))
+
+
+def journal_files(directory) -> list[str]:
+    return sorted(path.name for path in directory.glob("*.json"))
+
+
+@pytest.fixture
+def journal_dir(conf):
+    return release_journal.journal_directory(conf)
+
+
+def test_pending_releases_are_kept_on_disk_until_released(
+        conf, engine, store, journal_dir):
+    node = add_node(engine, "a")
+    held = store.claim(node, new_uuid(), ONE)
+    journal = release_journal.ReleaseJournal(journal_dir)
+    away = claims.DeferredReleases(DatabaseAway(conf), interval=0.01,
+                                   journal=journal)
+    away.add(held)
+    record, = json.loads(pathlib.Path(journal.path).read_text())
+    assert claims.Claim(**record) == dataclasses.replace(
+        held, generation=None, changed_at=None)
+    assert away.cancel(held.allocation_id)
+    assert journal_files(pathlib.Path(journal_dir)) == []
+
+
+def test_a_stopped_process_pending_releases_are_adopted_and_released(
+        conf, engine, store, journal_dir):
+    node = add_node(engine, "a")
+    held = [store.claim(node, new_uuid(), ONE) for _ in range(2)]
+    # What a process killed while the database was away leaves: its file,
+    # which nobody holds any more.
+    directory = pathlib.Path(journal_dir)
+    directory.mkdir(parents=True)
+    (directory / "dead.json").write_text(json.dumps(
+        [claims._record(claim) for claim in held]))
+    releases = claims.DeferredReleases(
+        store, interval=0.01,
+        journal=release_journal.ReleaseJournal(journal_dir))
+    assert releases.adopt_orphans() == 2
+    assert releases.wait_until_done(10)
+    assert allocations(engine) == []
+    assert releases.released == 2
+    assert journal_files(directory) == []
+
+
+def test_a_live_process_pending_releases_are_not_adopted(
+        conf, engine, store, journal_dir):
+    node = add_node(engine, "a")
+    held = store.claim(node, new_uuid(), ONE)
+    alive = claims.DeferredReleases(
+        DatabaseAway(conf), interval=60,
+        journal=release_journal.ReleaseJournal(journal_dir))
+    alive.add(held)
+    other = claims.DeferredReleases(
+        store, journal=release_journal.ReleaseJournal(journal_dir))
+    assert other.adopt_orphans() == 0
+    assert len(allocations(engine)) == 1
+    assert [claim.allocation_id for claim in alive.pending()] == [
+        held.allocation_id]
+    assert journal_files(pathlib.Path(journal_dir)) == [
+        pathlib.Path(alive.journal.path).name]
+
+
+def test_an_unreadable_journal_file_is_left_for_the_operator(
+        conf, engine, store, journal_dir, caplog):
+    node = add_node(engine, "a")
+    held = store.claim(node, new_uuid(), ONE)
+    directory = pathlib.Path(journal_dir)
+    directory.mkdir(parents=True)
+    (directory / "torn.json").write_text('[{"allocation_id": "x"')
+    (directory / "odd.json").write_text('[{"allocation_id": "x"}]')
+    (directory / "dead.json").write_text(json.dumps(
+        [claims._record(held)]))
+    releases = claims.DeferredReleases(
+        store, interval=0.01,
+        journal=release_journal.ReleaseJournal(journal_dir))
+    assert releases.adopt_orphans() == 1
+    assert releases.wait_until_done(10)
+    assert allocations(engine) == []
+    assert journal_files(directory) == ["odd.json", "torn.json"]
+    errors = [r.getMessage() for r in caplog.records
+              if r.levelname == "ERROR"]
+    assert len(errors) == 2
+    assert all("left in place" in message for message in errors)
+
+
+def test_services_on_other_databases_keep_their_own_journals(conf):
+    here = release_journal.journal_directory(conf)
+    assert here.startswith(conf.state_path)
+    original = conf.database.connection
+    conf.set_override("connection", "sqlite:////elsewhere.sqlite",
+                      group="database")
+    try:
+        assert release_journal.journal_directory(conf) != here
+    finally:
+        conf.set_override("connection", original, group="database")

@@ -78,6 +78,10 @@ class FakeManager:
         self._record("balance", cluster, dry_run, migration_policy)
         return [PLANNED]
 
+    def resume_releases(self):
+        self._record("resume_releases")
+        return 0
+
 
 class FakePlanner:
     """What the service hooks its notifications to."""
@@ -522,7 +526,8 @@ def test_stop_before_start_leaves_nothing_running(conf):
 
 
 def test_worker_serves_until_stopped(conf):
-    worker = server.SchedulerWorker(conf, FakeManager())
+    manager = FakeManager()
+    worker = server.SchedulerWorker(conf, manager)
     worker.start()
     try:
         with rpcapi.SchedulerAPI(conf, timeout=10) as api:
@@ -530,6 +535,8 @@ def test_worker_serves_until_stopped(conf):
     finally:
         worker.stop()
     worker.wait()  # returns at once once stopped
+    # The claims a stopped process left awaiting release, before serving.
+    assert manager.calls[:2] == [("resume_releases",), ("release", UUID1)]
 
 
 def test_worker_needs_a_manager(conf):
