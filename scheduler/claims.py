@@ -527,19 +527,27 @@ class Claims:
         return True
 
 
-#: The Claim fields a journal record holds.
-_RECORD_FIELDS = ("allocation_id", "instance_uuid", "node_id", "node_uuid",
-                  "host", "nodename", "vcpus", "memory_mb", "disk_gb")
+#: The Claim fields a journal record holds, and their types.
+_RECORD_FIELDS = {"allocation_id": str, "instance_uuid": str, "node_id": int,
+                  "node_uuid": str, "host": str, "nodename": str,
+                  "vcpus": int, "memory_mb": int, "disk_gb": int}
 
 
 def _record(claim: Claim) -> dict:
+    """A claim awaiting release as the journal keeps it."""
     return {name: getattr(claim, name) for name in _RECORD_FIELDS}
 
 
 def _from_record(record: dict) -> Claim:
+    """The claim of a journal record; ValueError naming what is wrong."""
     if set(record) != set(_RECORD_FIELDS):
         raise ValueError(f"a record has the fields {sorted(record)}, "
                          f"expected {sorted(_RECORD_FIELDS)}")
+    for name, kind in _RECORD_FIELDS.items():
+        if not isinstance(record[name], kind) or isinstance(
+                record[name], bool):
+            raise ValueError(f"{name} {record[name]!r} is not of type "
+                             f"{kind.__name__}")
     return Claim(**record)
 
 
@@ -551,9 +559,10 @@ class DeferredReleases:
     once the database is back.
 
     ``cancel`` takes a claim back, for a retried request of the same
-    instance that is answered with it meanwhile. With a ``journal`` the
-    pending claims are also kept on disk, and ``adopt_orphans`` takes
-    over those a stopped process left (``scheduler.release_journal``).
+    instance that is answered with it meanwhile (in this process only).
+    With a ``journal`` the pending claims are also kept on disk, and
+    ``adopt_orphans`` takes over those a stopped process left
+    (``scheduler.release_journal``).
     """
 
     def __init__(self, store: Claims, interval: float = 0.5,
@@ -574,7 +583,8 @@ class DeferredReleases:
     def add(self, claim: Claim) -> None:
         with self._changed:
             self._pending[claim.allocation_id] = claim
-            self._saved()
+            self._save()
+            self._pending_changed()
 
     def adopt_orphans(self) -> int:
         """Take over the claims awaiting release that stopped processes
@@ -583,11 +593,18 @@ class DeferredReleases:
             return 0
 
         def keep(records: list[dict]) -> None:
-            adopted = [_from_record(record) for record in records]
+            adopted = {claim.allocation_id: claim for claim
+                       in map(_from_record, records)}
             with self._changed:
-                self._pending.update((claim.allocation_id, claim)
-                                     for claim in adopted)
-                self._saved()
+                before = dict(self._pending)
+                self._pending.update(adopted)
+                if not self._save():
+                    # Left to the orphan's files rather than kept in
+                    # memory only.
+                    self._pending = before
+                    raise OSError(f"{self.journal.path} could not be "
+                                  "written")
+                self._pending_changed()
 
         count = self.journal.adopt(keep)
         if count:
@@ -595,12 +612,16 @@ class DeferredReleases:
                      "process left awaiting release", count)
         return count
 
-    def _saved(self) -> None:
-        # Called holding _changed, after _pending changed: saves it and
-        # makes sure the thread runs while something is pending.
-        if self.journal is not None:
-            self.journal.save([_record(claim)
-                               for claim in self._pending.values()])
+    def _save(self) -> bool:
+        # Holding _changed. False: the journal could not be written.
+        if self.journal is None:
+            return True
+        return self.journal.save([_record(claim)
+                                  for claim in self._pending.values()])
+
+    def _pending_changed(self) -> None:
+        # Holding _changed: the releasing thread runs while something is
+        # pending, and waiters see the change.
         if self._pending and (self._thread is None
                               or not self._thread.is_alive()):
             self._thread = threading.Thread(
@@ -614,7 +635,8 @@ class DeferredReleases:
         with self._releasing, self._changed:
             if self._pending.pop(allocation_id, None) is None:
                 return False
-            self._saved()
+            self._save()
+            self._pending_changed()
             return True
 
     def pending(self) -> list[Claim]:
@@ -660,4 +682,5 @@ class DeferredReleases:
                              "by a request that failed on a database "
                              "error", claim.allocation_id,
                              claim.instance_uuid, claim.host)
-                self._saved()
+                    self._save()
+                self._changed.notify_all()

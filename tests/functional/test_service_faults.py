@@ -470,6 +470,7 @@ def test_claims_left_awaiting_release_are_released_by_the_next_service(
                 state_path=str(tmp_path / "state"),
                 database=types.SimpleNamespace(connection=postgresql_url))))
         journal.mkdir(parents=True)
+        (journal / "killed.lock").touch()
         (journal / "killed.json").write_text(json.dumps(
             [claims._record(claim) for claim in left]))
         # Two workers: both look, one adopts.
