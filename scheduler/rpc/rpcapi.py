@@ -15,7 +15,8 @@ back). Remote ``NoValidHost`` and ``InvalidRequest`` are raised as those
 same classes with the server's message, and an unexpected failure inside
 the service as ``scheduler.rpc.SchedulerInternalError``. Transport problems
 surface as oslo.messaging's exceptions (``MessagingTimeout``,
-``MessageDeliveryFailure``, both ``MessagingException``).
+``MessageDeliveryFailure``, both ``MessagingException``), also when the
+broker refuses a new connection.
 """
 
 import threading
@@ -23,6 +24,7 @@ import time
 import uuid
 from typing import Any
 
+import kombu.exceptions
 import oslo_messaging
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -178,6 +180,13 @@ class SchedulerAPI:
         client = self._client.prepare(timeout=remaining, version=version)
         try:
             return client.call(ctxt, method, **kwargs)
+        except kombu.exceptions.OperationalError as e:
+            # oslo.messaging wraps a send that fails after its retries,
+            # but not the opening of a new pooled connection, which
+            # gives up with kombu's own error.
+            raise oslo_messaging.MessageDeliveryFailure(
+                f"message broker {self._broker} unreachable after "
+                f"{self.retry} retries: {e}") from e
         except Exception as e:
             translated = translate_remote_error(e)
             if translated is e:

@@ -11,6 +11,7 @@ import queue
 import threading
 import uuid
 
+import kombu.exceptions
 import pytest
 from oslo_config import cfg
 
@@ -552,6 +553,31 @@ def test_client_refuses_unbounded_retry(conf):
         rpcapi.SchedulerAPI(conf, retry=None)
     with pytest.raises(ValueError, match="finite"):
         rpcapi.SchedulerAPI(conf, retry=-1)
+
+
+def test_broker_refusing_a_new_connection_is_a_delivery_failure(
+        conf, monkeypatch):
+    """oslo.messaging lets kombu's own error out when its pool opens a new
+    connection and the broker refuses it after the retries: callers get
+    the documented bounded error instead."""
+    om = _messaging()
+    api = rpcapi.SchedulerAPI(conf, retry=1, timeout=5)
+    refused = kombu.exceptions.OperationalError(
+        "[Errno 111] Connection refused")
+
+    class Refusing:
+        def call(self, ctxt, method, **kwargs):
+            raise refused
+
+    monkeypatch.setattr(api, "_wait_reply_queue", lambda deadline: None)
+    monkeypatch.setattr(api._client, "prepare",
+                        lambda **options: Refusing())
+    with pytest.raises(om.MessageDeliveryFailure) as raised:
+        api.select_destinations(SPEC)
+    assert "unreachable after 1 retries" in str(raised.value)
+    assert "Connection refused" in str(raised.value)
+    assert raised.value.__cause__ is refused
+    api.close()
 
 
 def test_client_timeout_defaults_to_rpc_response_timeout(conf):
