@@ -36,8 +36,6 @@ CONF = scheduler_conf.CONF
 PROG = "scheduler-service"
 LOG = logging.getLogger(__name__)
 
-# kombu transports whose "broker" lives inside one process (DESIGN §3).
-_IN_PROCESS_TRANSPORTS = ("kombu+memory",)
 # kombu transports that lose messages between processes under
 # oslo.messaging (DESIGN §3).
 _LOSSY_TRANSPORTS = ("kombu+sqlalchemy", "kombu+sqla", "kombu+filesystem")
@@ -59,7 +57,7 @@ def validate_transport(conf: cfg.ConfigOpts) -> None:
                             required=False)
     workers = configured_workers(conf)
     scheme = conf.transport_url.partition(":")[0]
-    if workers > 1 and scheme in _IN_PROCESS_TRANSPORTS:
+    if workers > 1 and scheme in rpc.IN_PROCESS_TRANSPORTS:
         raise exception.ConfigError(
             "scheduler", "workers", workers,
             f"transport_url {conf.transport_url} is private to one process; "
@@ -131,10 +129,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     LOG.info("%s starting: %d worker(s), topic %s, broker %s, RPC API %s",
              PROG, workers, CONF.scheduler_topic,
              rpc.safe_transport_url(CONF.transport_url), rpc.RPC_API_VERSION)
+    # The notification sender processes start with the same arguments.
+    command_line = list(sys.argv[1:] if argv is None else argv)
     if workers == 1:
-        return _run_single(server.SchedulerWorker(CONF, manager))
+        return _run_single(server.SchedulerWorker(
+            CONF, manager, command_line=command_line))
     del manager
-    return server.run_workers(CONF, workers, manager_mod.SchedulerManager)
+    return server.run_workers(CONF, workers, manager_mod.SchedulerManager,
+                              command_line)
 
 
 if __name__ == "__main__":

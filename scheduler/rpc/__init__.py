@@ -25,6 +25,10 @@ SELECT_END = "scheduler.select_destinations.end"
 #: Event type of the notification of each migration a balancer planned.
 MIGRATION_PLANNED = "scheduler.balance.migration_planned"
 
+#: Transport schemes whose messages never leave the process (several
+#: worker processes, or a notification sender process, cannot share them).
+IN_PROCESS_TRANSPORTS = ("kombu+memory", "fake")
+
 #: Modules whose exceptions a client rebuilds as the same local classes
 #: instead of oslo_messaging.RemoteError.
 ALLOWED_REMOTE_EXMODS = ["scheduler.exception", "scheduler.extra_specs",

@@ -20,6 +20,7 @@ import reprlib
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 from typing import Protocol
 
@@ -34,6 +35,7 @@ from scheduler import rpc
 from scheduler.balancer.task import PeriodicBalancer
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
+from scheduler.rpc import notification_process
 from scheduler.rpc import notifications
 
 LOG = logging.getLogger(__name__)
@@ -49,9 +51,12 @@ _short_repr.maxlevel = 2
 
 
 class Notifier(Protocol):
-    """What the endpoint needs of ``notifications.BackgroundNotifier``."""
+    """What the service needs of ``notifications.BackgroundNotifier`` and
+    ``notification_process.ProcessNotifier``."""
 
     def info(self, ctxt: dict, event_type: str, payload: dict) -> None: ...
+
+    def stop(self, timeout: float = 5.0) -> None: ...
 
 
 class Manager(Protocol):
@@ -260,13 +265,33 @@ class SchedulerEndpoint:
         return result
 
 
+def publisher_id(conf: cfg.ConfigOpts) -> str:
+    """``scheduler.<host>``: who the notifications are from."""
+    return f"scheduler.{conf.host}"
+
+
 def create_notifier(conf: cfg.ConfigOpts,
                     transport: oslo_messaging.Transport
                     ) -> oslo_messaging.Notifier:
     """Notifier of ``scheduler.<host>``; driver, topics and retry come from
     ``[oslo_messaging_notifications]`` (messagingv2 by default)."""
     return oslo_messaging.Notifier(transport,
-                                   publisher_id=f"scheduler.{conf.host}")
+                                   publisher_id=publisher_id(conf))
+
+
+def _notification_url(conf: cfg.ConfigOpts) -> str:
+    return (conf.oslo_messaging_notifications.transport_url
+            or conf.transport_url or "")
+
+
+def _sends_notifications(conf: cfg.ConfigOpts) -> bool:
+    drivers = conf.oslo_messaging_notifications.driver
+    return any(driver != "noop" for driver in drivers)
+
+
+def _crosses_processes(url: str) -> bool:
+    """False for the transports a child process cannot share."""
+    return url.partition(":")[0] not in rpc.IN_PROCESS_TRANSPORTS
 
 
 class SchedulerRPCService:
@@ -282,7 +307,7 @@ class SchedulerRPCService:
     def __init__(self, conf: cfg.ConfigOpts, manager: Manager,
                  transport: oslo_messaging.Transport | None = None,
                  notification_transport: oslo_messaging.Transport | None
-                 = None):
+                 = None, command_line: Sequence[str] | None = None):
         messaging_conf.register_messaging_opts(conf)
         self.conf = conf
         self._owned: list[oslo_messaging.Transport] = []
@@ -290,13 +315,20 @@ class SchedulerRPCService:
             transport = oslo_messaging.get_rpc_transport(
                 conf, allowed_remote_exmods=rpc.ALLOWED_REMOTE_EXMODS)
             self._owned.append(transport)
-        if notification_transport is None:
-            notification_transport = (
-                oslo_messaging.get_notification_transport(conf))
-            self._owned.append(notification_transport)
         self.transport = transport
-        self.notifier = notifications.BackgroundNotifier(
-            create_notifier(conf, notification_transport))
+        self.notifier: Notifier
+        if (notification_transport is None and command_line is not None
+                and _sends_notifications(conf)
+                and _crosses_processes(_notification_url(conf))):
+            self.notifier = notification_process.ProcessNotifier(
+                command_line, conf.prog, publisher_id(conf))
+        else:
+            if notification_transport is None:
+                notification_transport = (
+                    oslo_messaging.get_notification_transport(conf))
+                self._owned.append(notification_transport)
+            self.notifier = notifications.BackgroundNotifier(
+                create_notifier(conf, notification_transport))
         self.endpoint = SchedulerEndpoint(manager, conf.host, self.notifier)
         self.target = oslo_messaging.Target(topic=conf.scheduler_topic,
                                             server=conf.host)
@@ -371,18 +403,21 @@ class SchedulerWorker(oslo_service.ServiceBase):
     ``manager`` is used as is when given (single process). Otherwise
     ``start`` calls ``manager_factory(conf)`` after dropping the database
     connections inherited from the parent, which a forked worker must
-    never share.
+    never share. With ``command_line`` (the service's arguments) its
+    notifications are sent by a child process started with them
+    (``notification_process``), else by a thread.
     """
 
     def __init__(self, conf: cfg.ConfigOpts, manager: Manager | None = None,
                  manager_factory: Callable[[cfg.ConfigOpts], Manager]
-                 | None = None):
+                 | None = None, command_line: Sequence[str] | None = None):
         super().__init__()
         if manager is None and manager_factory is None:
             raise ValueError("a manager or a manager_factory is required")
         self.conf = conf
         self.manager = manager
         self.manager_factory = manager_factory
+        self.command_line = command_line
         self.rpc_service: SchedulerRPCService | None = None
         self.balancing: PeriodicBalancer | None = None
         self._stopped = threading.Event()
@@ -397,7 +432,8 @@ class SchedulerWorker(oslo_service.ServiceBase):
         if self._stopped.is_set():
             return
         manager.resume_releases()
-        self.rpc_service = SchedulerRPCService(self.conf, manager)
+        self.rpc_service = SchedulerRPCService(
+            self.conf, manager, command_line=self.command_line)
         if self._stopped.is_set():
             self.rpc_service.stop()
             return
@@ -441,7 +477,8 @@ class SchedulerWorker(oslo_service.ServiceBase):
 
 
 def run_workers(conf: cfg.ConfigOpts, workers: int,
-                manager_factory: Callable[[cfg.ConfigOpts], Manager]) -> int:
+                manager_factory: Callable[[cfg.ConfigOpts], Manager],
+                command_line: Sequence[str] | None = None) -> int:
     """Fork ``workers`` processes serving the API and supervise them until
     SIGTERM; returns the exit status (0 after SIGTERM).
 
@@ -451,7 +488,8 @@ def run_workers(conf: cfg.ConfigOpts, workers: int,
     """
     launcher = oslo_service.ProcessLauncher(conf, restart_method="mutate")
     launcher.launch_service(
-        SchedulerWorker(conf, manager_factory=manager_factory),
+        SchedulerWorker(conf, manager_factory=manager_factory,
+                        command_line=command_line),
         workers=workers)
     try:
         status = launcher.wait()

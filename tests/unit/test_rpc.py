@@ -519,6 +519,17 @@ def test_concurrent_calls_from_threads(api, manager):
     assert len(manager.calls) == 16
 
 
+def test_an_in_process_transport_keeps_notifications_in_a_thread(conf):
+    # A child process could not reach the fake broker of this one.
+    service = server.SchedulerRPCService(
+        conf, FakeManager(), command_line=["--config-file", "unused.conf"])
+    try:
+        assert isinstance(service.notifier,
+                          rpc_notifications.BackgroundNotifier)
+    finally:
+        service.stop()
+
+
 def test_stop_before_start_leaves_nothing_running(conf):
     service = server.SchedulerRPCService(conf, FakeManager())
     service.stop()
