@@ -103,7 +103,7 @@ from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
-from scheduler.rpc import notifications
+from scheduler.rpc import notification_process
 from scheduler.rpc import server as rpc_server
 
 DEFAULT_SIZES = (1000, 5000)
@@ -320,10 +320,10 @@ def serve_echo(config_file: str, notify: bool = False) -> int:
     # As SchedulerRPCService does: default (threading) executor.
     notifier = None
     if notify:
-        notification_transport = oslo_messaging.get_notification_transport(
-            conf)
-        notifier = notifications.BackgroundNotifier(
-            rpc_server.create_notifier(conf, notification_transport))
+        # As the service sends them: from a process of its own.
+        notifier = notification_process.ProcessNotifier(
+            ["--config-file", config_file], "scheduler-service",
+            rpc_server.publisher_id(conf))
     server = oslo_messaging.get_rpc_server(
         transport, target, [EchoEndpoint(notifier)],
         access_policy=oslo_messaging.DefaultRPCAccessPolicy)
@@ -335,7 +335,6 @@ def serve_echo(config_file: str, notify: bool = False) -> int:
     server.wait()
     if notifier is not None:
         notifier.stop()
-        notification_transport.cleanup()
     transport.cleanup()
     return 0
 
