@@ -203,8 +203,7 @@ _NODE_USAGE = sa.select(
     _NODES.c.generation, _NODES.c.vcpus, _NODES.c.memory_mb,
     _NODES.c.local_gb, _NODES.c.cpu_allocation_ratio,
     _NODES.c.ram_allocation_ratio, _NODES.c.disk_allocation_ratio,
-    _USED.c.vcpus_used,
-    _USED.c.memory_mb_used, _USED.c.disk_gb_used,
+    _USED.c.vcpus_used, _USED.c.memory_mb_used, _USED.c.disk_gb_used,
 ).select_from(_NODES.join(_USED, sa.true())).where(
     _NODES.c.id == sa.bindparam("node_id"))
 
@@ -254,10 +253,10 @@ WITH node AS (
     RETURNING id
 )
 SELECT node.uuid, node.host, node.hypervisor_hostname, node.generation,
-       node.vcpus,
-       node.memory_mb, node.local_gb, node.cpu_ratio, node.ram_ratio,
-       node.disk_ratio, node.vcpus_used, node.memory_mb_used,
-       node.disk_gb_used, (SELECT count(*) FROM claim) AS claimed
+       node.vcpus, node.memory_mb, node.local_gb, node.cpu_ratio,
+       node.ram_ratio, node.disk_ratio, node.vcpus_used,
+       node.memory_mb_used, node.disk_gb_used,
+       (SELECT count(*) FROM claim) AS claimed
 FROM node
 """).bindparams(
     sa.bindparam("cpu_ratio", type_=sa.Float),

@@ -693,11 +693,12 @@ class HostManager:
                 changed_at))
             entry = _Entry(_build(row, allocations, entry.decoded, ratios),
                            entry.decoded, (row, allocations, ratios))
-            index = self._position[node_id]
-            table = self._table.replaced({index: entry.state})
-            self._entries[node_id] = entry
-            self._ordered[index] = entry.state
-            self._table = table
+            # As a refresh that read only this node would; the watermark
+            # stays, so that the next refresh reads what changed since.
+            self._apply(_Changes(
+                full=False, entries={node_id: entry}, gone=set(),
+                newest=None, rows_read=0, rows_fetched=0, rows_decoded=0,
+                allocations_read=0))
             return True
 
     def _refresh(self, now: float) -> None:

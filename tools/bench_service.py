@@ -104,7 +104,6 @@ from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
 from scheduler.rpc import notification_process
-from scheduler.rpc import server as rpc_server
 
 DEFAULT_SIZES = (1000, 5000)
 DEFAULT_THREADS = (1, 8)
@@ -322,8 +321,7 @@ def serve_echo(config_file: str, notify: bool = False) -> int:
     if notify:
         # As the service sends them: from a process of its own.
         notifier = notification_process.ProcessNotifier(
-            ["--config-file", config_file], "scheduler-service",
-            rpc_server.publisher_id(conf))
+            ["--config-file", config_file], "scheduler-service")
     server = oslo_messaging.get_rpc_server(
         transport, target, [EchoEndpoint(notifier)],
         access_policy=oslo_messaging.DefaultRPCAccessPolicy)

@@ -51,8 +51,8 @@ _MAX_BACKOFF = 60.0
 
 
 def serve_notifications(command_line: list[str], prog: str,
-                        items: multiprocessing.connection.Connection,
-                        publisher_id: str) -> None:
+                        items: multiprocessing.connection.Connection
+                        ) -> None:
     """The child: send what arrives on ``items`` until told to stop or
     the worker's end of the pipe closes (the worker is gone).
 
@@ -74,7 +74,7 @@ def serve_notifications(command_line: list[str], prog: str,
     logging.setup(conf, "scheduler")
     transport = oslo_messaging.get_notification_transport(conf)
     sender = notifications.BackgroundNotifier(
-        oslo_messaging.Notifier(transport, publisher_id=publisher_id))
+        notifications.create_notifier(conf, transport))
     try:
         while True:
             try:
@@ -105,11 +105,9 @@ class ProcessNotifier:
     """
 
     def __init__(self, command_line: Sequence[str], prog: str,
-                 publisher_id: str,
                  queue_size: int = notifications.QUEUE_SIZE):
         self._context = multiprocessing.get_context("spawn")
         self._arguments = (list(command_line), prog)
-        self._publisher_id = publisher_id
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self.stats = notifications.NotificationStats()
         self._lock = threading.Lock()
@@ -202,7 +200,7 @@ class ProcessNotifier:
         reader, writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
             target=serve_notifications, name=PROG, daemon=True,
-            args=(*self._arguments, reader, self._publisher_id))
+            args=(*self._arguments, reader))
         try:
             process.start()
         except OSError as e:

@@ -21,6 +21,7 @@ import threading
 import time
 
 import oslo_messaging
+from oslo_config import cfg
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
 
@@ -35,6 +36,20 @@ _SEND_FAILURE_LOGGERS = ("oslo_messaging.notify.notifier",
                          "oslo_messaging.notify.messaging")
 
 _STOP = object()
+
+
+def publisher_id(conf: cfg.ConfigOpts) -> str:
+    """``scheduler.<host>``: who the notifications are from."""
+    return f"scheduler.{conf.host}"
+
+
+def create_notifier(conf: cfg.ConfigOpts,
+                    transport: oslo_messaging.Transport
+                    ) -> oslo_messaging.Notifier:
+    """Notifier of ``scheduler.<host>``; driver, topics and retry come from
+    ``[oslo_messaging_notifications]`` (messagingv2 by default)."""
+    return oslo_messaging.Notifier(transport,
+                                   publisher_id=publisher_id(conf))
 
 
 @dataclasses.dataclass

@@ -265,20 +265,6 @@ class SchedulerEndpoint:
         return result
 
 
-def publisher_id(conf: cfg.ConfigOpts) -> str:
-    """``scheduler.<host>``: who the notifications are from."""
-    return f"scheduler.{conf.host}"
-
-
-def create_notifier(conf: cfg.ConfigOpts,
-                    transport: oslo_messaging.Transport
-                    ) -> oslo_messaging.Notifier:
-    """Notifier of ``scheduler.<host>``; driver, topics and retry come from
-    ``[oslo_messaging_notifications]`` (messagingv2 by default)."""
-    return oslo_messaging.Notifier(transport,
-                                   publisher_id=publisher_id(conf))
-
-
 def _notification_url(conf: cfg.ConfigOpts) -> str:
     return (conf.oslo_messaging_notifications.transport_url
             or conf.transport_url or "")
@@ -321,14 +307,14 @@ class SchedulerRPCService:
                 and _sends_notifications(conf)
                 and _crosses_processes(_notification_url(conf))):
             self.notifier = notification_process.ProcessNotifier(
-                command_line, conf.prog, publisher_id(conf))
+                command_line, conf.prog)
         else:
             if notification_transport is None:
                 notification_transport = (
                     oslo_messaging.get_notification_transport(conf))
                 self._owned.append(notification_transport)
             self.notifier = notifications.BackgroundNotifier(
-                create_notifier(conf, notification_transport))
+                notifications.create_notifier(conf, notification_transport))
         self.endpoint = SchedulerEndpoint(manager, conf.host, self.notifier)
         self.target = oslo_messaging.Target(topic=conf.scheduler_topic,
                                             server=conf.host)

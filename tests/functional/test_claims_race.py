@@ -223,6 +223,21 @@ def test_workers_never_overcommit(db_url, cluster_lock):
     assert sorted(map(tuple, rows)) == sorted(placed)
 
 
+def _one_node(url: str, **values: object) -> tuple:
+    """Config, engine and the id of the one node ``h1`` (100 GB of disk
+    and ``values``) of a fresh schema at ``url``."""
+    conf = _config(url)
+    engine = db_api.get_engine(conf)
+    migration.db_sync(engine)
+    now = models.utcnow()
+    with engine.begin() as connection:
+        node = connection.execute(NODES.insert().values(
+            uuid=str(uuid.uuid4()), host="h1", hypervisor_hostname="h1",
+            local_gb=100, changed_at=now, updated_at=now,
+            **values)).inserted_primary_key[0]
+    return conf, engine, node
+
+
 def _wait_for_lock_waiter(engine, timeout: float = 10.0) -> None:
     """Until some session waits for a row lock (the claim under test)."""
     deadline = time.monotonic() + timeout
@@ -250,16 +265,10 @@ def test_claim_racing_a_committing_claim_on_postgresql(postgresql_url,
     filled the node, made when room is left)."""
     from scheduler import claims
 
-    conf = _config(postgresql_url)
-    engine = db_api.get_engine(conf)
-    migration.db_sync(engine)
+    conf, engine, node = _one_node(
+        postgresql_url, vcpus=2, memory_mb=4096, cpu_allocation_ratio=1.0,
+        ram_allocation_ratio=1.0, disk_allocation_ratio=1.0)
     now = models.utcnow()
-    with engine.begin() as connection:
-        node = connection.execute(NODES.insert().values(
-            uuid=str(uuid.uuid4()), host="h1", hypervisor_hostname="h1",
-            vcpus=2, memory_mb=4096, local_gb=100, cpu_allocation_ratio=1.0,
-            ram_allocation_ratio=1.0, disk_allocation_ratio=1.0,
-            changed_at=now, updated_at=now)).inserted_primary_key[0]
     got: list[object] = []
 
     def claim() -> None:
@@ -304,15 +313,8 @@ def test_one_statement_claims_tell_the_generation_they_left(postgresql_url):
     change time the claim returns: they must be the row's."""
     from scheduler import claims
 
-    conf = _config(postgresql_url)
-    engine = db_api.get_engine(conf)
-    migration.db_sync(engine)
-    now = models.utcnow()
-    with engine.begin() as connection:
-        node = connection.execute(NODES.insert().values(
-            uuid=str(uuid.uuid4()), host="h1", hypervisor_hostname="h1",
-            vcpus=8, memory_mb=8192, local_gb=100, generation=5,
-            changed_at=now, updated_at=now)).inserted_primary_key[0]
+    conf, engine, node = _one_node(postgresql_url, vcpus=8, memory_mb=8192,
+                                   generation=5)
     store = claims.Claims(conf)
     made = [store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
             for _ in range(2)]

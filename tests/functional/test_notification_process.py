@@ -19,6 +19,7 @@ def sender_log(tmp_path):
     config.write_text(
         "[DEFAULT]\n"
         "transport_url = fake://\n"
+        "host = test-host\n"
         f"log_file = {log}\n"
         f"state_path = {tmp_path}\n"
         "[oslo_messaging_notifications]\n"
@@ -41,8 +42,7 @@ def test_sender_process_sends_in_order_and_drops_what_cannot_cross(
         sender_log):
     config, log = sender_log
     notifier = notification_process.ProcessNotifier(
-        ["--config-file", str(config)], "scheduler-service",
-        "scheduler.test-host")
+        ["--config-file", str(config)], "scheduler-service")
     try:
         notifier.info({"request_id": "req-1"}, rpc.SELECT_START,
                       {"order": "first"})
@@ -64,8 +64,7 @@ def test_sender_process_sends_in_order_and_drops_what_cannot_cross(
 def test_a_sender_process_that_dies_is_replaced(sender_log):
     config, log = sender_log
     notifier = notification_process.ProcessNotifier(
-        ["--config-file", str(config)], "scheduler-service",
-        "scheduler.test-host")
+        ["--config-file", str(config)], "scheduler-service")
     try:
         notifier.info({}, rpc.SELECT_START, {"order": "before"})
         sent(log, '"before"')

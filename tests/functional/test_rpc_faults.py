@@ -168,7 +168,6 @@ _NOTIFYING_WITHOUT_BROKER = textwrap.dedent("""
     from scheduler import conf as scheduler_conf
     from scheduler.conf import messaging as messaging_conf
     from scheduler.rpc import notifications
-    from scheduler.rpc import server
     import oslo_messaging
     logging.basicConfig(stream=sys.stderr, level=logging.INFO)
     conf = cfg.ConfigOpts()
@@ -179,7 +178,7 @@ _NOTIFYING_WITHOUT_BROKER = textwrap.dedent("""
     conf.set_override("retry", 0, group="oslo_messaging_notifications")
     transport = oslo_messaging.get_notification_transport(conf)
     sender = notifications.BackgroundNotifier(
-        server.create_notifier(conf, transport))
+        notifications.create_notifier(conf, transport))
     for index in range(5):
         sender.info({"request_id": f"req-{index}"}, "test.event", {})
     sender.stop(timeout=60)
