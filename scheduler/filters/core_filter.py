@@ -7,6 +7,7 @@ import numpy as np
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters.ram_filter import capacity_detail
+from scheduler.filters.ram_filter import too_large
 from scheduler.host_manager import HostState
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
@@ -18,6 +19,8 @@ class CoreFilter(BaseHostFilter):
     Free vCPUs are ``vcpus x cpu_allocation_ratio - claimed``
     (``HostState.free_vcpus``); the ratio comes from the node or
     ``[filter_scheduler] cpu_allocation_ratio``.
+    One instance may not have more than the node's physical ``vcpus``,
+    whatever the ratio.
     """
 
     def rejections(self, hosts: Sequence[HostState],
@@ -26,17 +29,23 @@ class CoreFilter(BaseHostFilter):
         if needed <= 0:
             return [None] * len(hosts)
         return [None if needed <= host.free_vcpus
-                else _insufficient(host, needed) for host in hosts]
-
+                and needed <= host.vcpus
+                else _rejection(host, needed) for host in hosts]
 
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         needed = spec.flavor.vcpus
         if needed <= 0:
             return np.ones(len(table), dtype=bool)
-        return table.attribute("free_vcpus") >= needed
+        return ((table.attribute("free_vcpus") >= needed)
+                & (table.attribute("vcpus") >= needed))
 
 
-def _insufficient(host: HostState, needed: int) -> Rejection:
+def _rejection(host: HostState, needed: int) -> Rejection:
+    # Short of free capacity is the usual story; the per-instance maximum
+    # has something to add only where overcommit would have let it in.
+    if needed <= host.free_vcpus:
+        return too_large("vCPUs", needed, host.vcpus, "vCPUs",
+                         host.cpu_allocation_ratio)
     return Rejection("insufficient vCPUs", capacity_detail(
         needed, host.free_vcpus, host.vcpus, host.cpu_allocation_ratio,
         "vCPUs"))

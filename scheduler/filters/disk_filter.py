@@ -7,6 +7,7 @@ import numpy as np
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters.ram_filter import capacity_detail
+from scheduler.filters.ram_filter import too_large
 from scheduler.host_manager import HostState
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
@@ -20,6 +21,8 @@ class DiskFilter(BaseHostFilter):
     (``HostState.free_disk_gb``); the ratio comes from the node or
     ``[filter_scheduler] disk_allocation_ratio``. A flavor without local
     disk (volume-backed) passes everywhere.
+    One instance may not have more than the node's physical ``disk_gb``,
+    whatever the ratio.
     """
 
     def rejections(self, hosts: Sequence[HostState],
@@ -28,17 +31,23 @@ class DiskFilter(BaseHostFilter):
         if needed <= 0:
             return [None] * len(hosts)
         return [None if needed <= host.free_disk_gb
-                else _insufficient(host, needed) for host in hosts]
-
+                and needed <= host.disk_gb
+                else _rejection(host, needed) for host in hosts]
 
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         needed = spec.flavor.disk_gb
         if needed <= 0:
             return np.ones(len(table), dtype=bool)
-        return table.attribute("free_disk_gb") >= needed
+        return ((table.attribute("free_disk_gb") >= needed)
+                & (table.attribute("disk_gb") >= needed))
 
 
-def _insufficient(host: HostState, needed: int) -> Rejection:
+def _rejection(host: HostState, needed: int) -> Rejection:
+    # Short of free capacity is the usual story; the per-instance maximum
+    # has something to add only where overcommit would have let it in.
+    if needed <= host.free_disk_gb:
+        return too_large("disk", needed, host.disk_gb, "GB",
+                         host.disk_allocation_ratio)
     return Rejection("insufficient disk", capacity_detail(
         needed, host.free_disk_gb, host.disk_gb, host.disk_allocation_ratio,
         "GB"))
