@@ -44,6 +44,7 @@ from sqlalchemy.engine import Engine
 from scheduler import conf as scheduler_conf
 from scheduler.db import api as db_api
 from scheduler.db import migration
+from tests.functional import private_servers
 
 BACKENDS = ("sqlite", "postgresql", "mysql")
 
@@ -401,3 +402,40 @@ def balancing_conf() -> Iterator[Callable[[str], cfg.ConfigOpts]]:
     yield make
     db_api.dispose_engines()
 
+
+
+# Private servers: fault tests stop and restart these, never the machine's.
+
+
+@pytest.fixture
+def private_rabbitmq() -> Iterator[private_servers.PrivateRabbitMQ]:
+    """A RabbitMQ node of the test's own (``.url``, ``.stop_app()``,
+    ``.start_app()``), stopped and removed after the test."""
+    server = private_servers.PrivateRabbitMQ()
+    try:
+        yield server.start()
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def private_postgresql() -> Iterator[private_servers.PrivatePostgreSQL]:
+    """A PostgreSQL cluster of the test's own (``.url`` of its
+    ``postgres`` database, ``.stop()``, ``.start()``), removed after the
+    test."""
+    server = private_servers.PrivatePostgreSQL()
+    try:
+        yield server.start()
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def private_mariadb() -> Iterator[private_servers.PrivateMariaDB]:
+    """A MariaDB server of the test's own (``.url`` without a database,
+    ``.stop()``, ``.start()``), removed after the test."""
+    server = private_servers.PrivateMariaDB()
+    try:
+        yield server.start()
+    finally:
+        server.close()

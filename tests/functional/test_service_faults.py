@@ -14,9 +14,8 @@ MariaDB, called by a pool of client threads through ``SchedulerAPI``:
   a scheduler error naming the database, the same processes serve again
   once it is back, and nothing stays half-claimed.
 
-The RabbitMQ test restarts the broker everybody on this machine uses; it
-runs only against a local broker (skipped otherwise) and always starts it
-again, waiting until it accepts connections before it ends.
+The RabbitMQ test restarts a node of its own (``private_rabbitmq``), never
+the broker everybody on this machine uses.
 """
 
 import collections
@@ -25,12 +24,9 @@ import contextlib
 import dataclasses
 import json
 import re
-import shutil
-import subprocess
 import threading
 import time
 import types
-import urllib.parse
 import uuid
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -49,6 +45,7 @@ from scheduler.db import migration
 from scheduler.db import models
 from scheduler.rpc import rpcapi
 from tests.functional import conftest
+from tests.functional import private_servers
 from tests.functional.tcp_proxy import TcpProxy
 from tests.functional.test_claims_race import ALLOCATIONS
 from tests.functional.test_claims_race import CAPACITY
@@ -492,54 +489,25 @@ def test_claims_left_awaiting_release_are_released_by_the_next_service(
 # 2. RabbitMQ restarted under load
 
 
-def _local_broker(url: str) -> bool:
-    return urllib.parse.urlsplit(url).hostname in ("127.0.0.1", "localhost",
-                                                   "::1")
-
-
-def _rabbit(*command: str, timeout: float = 60
-            ) -> subprocess.CompletedProcess:
-    return subprocess.run(list(command), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def wait_for_broker(timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = _rabbit("rabbitmq-diagnostics", "-q",
-                         "check_port_connectivity")
-        if result.returncode == 0:
-            return
-        if time.monotonic() > deadline:
-            pytest.fail(f"RabbitMQ does not accept connections {timeout} s "
-                        f"after start_app: {result.stdout}{result.stderr}",
-                        pytrace=False)
-        time.sleep(1)
-
-
 @contextlib.contextmanager
-def broker_stopped() -> Iterator[None]:
-    """RabbitMQ's application stopped for the block; always started again,
-    and accepting connections, afterwards."""
+def broker_stopped(broker: private_servers.PrivateRabbitMQ
+                   ) -> Iterator[None]:
+    """The private node's application stopped for the block; always
+    started again, and accepting connections, afterwards."""
     try:
-        stopped = _rabbit("rabbitmqctl", "stop_app")
-        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        broker.stop_app()
         yield
     finally:
-        started = _rabbit("rabbitmqctl", "start_app", timeout=120)
-        wait_for_broker()
-        assert started.returncode == 0, started.stdout + started.stderr
+        broker.start_app()
 
 
 @pytest.mark.postgresql
 def test_rabbitmq_restart_under_load(
-        broker_url, postgresql_url, write_config,  # noqa: F811
+        private_rabbitmq, postgresql_url, write_config,
         start_console_script):
-    if not _local_broker(broker_url) or not shutil.which("rabbitmqctl"):
-        pytest.skip(f"restarting RabbitMQ needs rabbitmqctl and a local "
-                    f"broker, not {broker_url}")
+    broker = private_rabbitmq.url
     make_fleet(postgresql_url, vcpus=ROOMY_VCPUS)
-    with running_service(broker_url, postgresql_url, write_config,
+    with running_service(broker, postgresql_url, write_config,
                          start_console_script, FAULT_WORKERS,
                          debug=True) as service, \
             scheduler_api(service.config, timeout=RPC_TIMEOUT,
@@ -551,7 +519,7 @@ def test_rabbitmq_restart_under_load(
         load.wait_for("load", lambda calls: sum(c.ok for c in calls) >= 20,
                       timeout=30)
         outage_began = time.monotonic()
-        with broker_stopped():
+        with broker_stopped(private_rabbitmq):
             down = time.monotonic()
             time.sleep(OUTAGE)
         back = time.monotonic()
