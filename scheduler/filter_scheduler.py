@@ -24,6 +24,7 @@ from scheduler import exception
 from scheduler import filters
 from scheduler import host_manager as hm
 from scheduler import observability
+from scheduler import plugin_guard
 from scheduler import weights
 from scheduler.db import models
 from scheduler.host_table import HostTable
@@ -211,7 +212,7 @@ class FilterScheduler:
     def validate(self, spec: RequestSpec) -> None:
         """Reject malformed input before any host is looked at."""
         for host_filter in self.filters:
-            host_filter.validate_request(spec)
+            plugin_guard.hook(host_filter, "validate_request", spec)
 
     def explain(self, spec: RequestSpec,
                 hosts: Sequence[hm.HostState] | None = None) -> Decision:
@@ -291,17 +292,18 @@ class FilterScheduler:
                 removed: "_Removed") -> np.ndarray:
         """Positions of the hosts every filter passes; the others are
         recorded in ``removed`` under the first filter that rejects
-        them."""
+        them. Plugins that raise: ``plugin_guard``."""
         alive = np.ones(len(table), dtype=bool)
         for host_filter in self.filters:
-            if not host_filter.applies(spec):
+            if not plugin_guard.hook(host_filter, "applies", spec):
                 continue
-            verdicts = host_filter.passes(table, spec)
+            verdicts = plugin_guard.passes(host_filter, table, spec)
             if verdicts is None:
-                # No column form: ask the filter about the hosts left.
+                # No (working) column form: ask the filter about the
+                # hosts left.
                 rows = np.flatnonzero(alive)
-                answers = host_filter.rejections(
-                    [table.hosts[row] for row in rows], spec)
+                answers = plugin_guard.rejections(
+                    host_filter, [table.hosts[row] for row in rows], spec)
                 for row, rejection in zip(rows.tolist(), answers,
                                           strict=True):
                     if rejection is not None:
@@ -314,30 +316,38 @@ class FilterScheduler:
 
     def _weigh(self, spec: RequestSpec, table: HostTable,
                candidates: np.ndarray, removed: "_Removed") -> _Weighed:
-        weighers = [w for w in self.weighers if w.applies(spec)]
-        raws = [_raw(w, table, candidates, spec) for w in weighers]
+        weighers = [w for w in self.weighers
+                    if plugin_guard.hook(w, "applies", spec)]
+        # (raw weights, where the weigher raised or None) per weigher.
+        raws = [plugin_guard.raw_weights(w, table, candidates, spec)
+                for w in weighers]
         # Hosts lacking a required metric go before anything is scaled, so
         # they cannot stretch or squash how the remaining hosts compare.
         lacking = np.zeros(len(candidates), dtype=bool)
-        for weigher, raw in zip(weighers, raws, strict=True):
-            if weigher.unavailable_removes_host(spec):
+        for weigher, (raw, failed) in zip(weighers, raws, strict=True):
+            if plugin_guard.hook(weigher, "unavailable_removes_host", spec):
                 newly = np.isnan(raw) & ~lacking
+                if failed is not None:
+                    newly &= ~failed
                 for row in candidates[newly].tolist():
                     removed.add(row, weigher, _METRIC_UNAVAILABLE)
                 lacking |= newly
         if lacking.any():
             candidates = candidates[~lacking]
-            raws = [_raw(w, table, candidates, spec) for w in weighers]
+            raws = [plugin_guard.raw_weights(w, table, candidates, spec)
+                    for w in weighers]
 
         unavailable_weight = self.conf.metrics.weight_of_unavailable
         mode = self.pipeline.normalization
         weighed = _Weighed(candidates, [], np.zeros(len(candidates)))
-        for weigher, raw in zip(weighers, raws, strict=True):
+        for weigher, (raw, failed) in zip(weighers, raws, strict=True):
             maximum = (normalization.weight_maximum(self.conf, weigher.name)
                        if mode == "hardmax" else None)
-            normalized = normalization.normalize_array(mode, raw, maximum)
             multiplier = (self._factors[weigher.name]
-                          * weigher.multiplier(spec))
+                          * plugin_guard.hook(weigher, "multiplier", spec))
+            normalized = plugin_guard.worst(
+                normalization.normalize_array(mode, raw, maximum), failed,
+                multiplier)
             weighed.terms.append((weigher.name, raw, normalized))
             weighed.totals = weighed.totals + np.where(
                 np.isnan(normalized), unavailable_weight,
@@ -355,21 +365,6 @@ class FilterScheduler:
         alternates = [rank for rank in range(min(opts.max_attempts, count))
                       if rank != chosen]
         return [chosen] + alternates[:opts.max_attempts - 1]
-
-
-def _raw(weigher: weights.BaseHostWeigher, table: HostTable,
-         rows: np.ndarray, spec: RequestSpec) -> np.ndarray:
-    """The weigher's raw weights of the hosts at ``rows``, NaN for
-    unavailable."""
-    if not len(rows):
-        return np.zeros(0)
-    column = weigher.raw_column(table, rows, spec)
-    if column is not None:
-        return column
-    return np.array([np.nan if weight is None else weight for weight
-                     in weigher.raw_weights(
-                         [table.hosts[row] for row in rows.tolist()], spec)],
-                    dtype=float)
 
 
 class _Removed:
@@ -420,7 +415,8 @@ class _Removed:
             hosts = [self._hosts[row] for row in rows.tolist()]
             for row, host, rejection in zip(
                     rows.tolist(), hosts,
-                    host_filter.rejections(hosts, spec), strict=True):
+                    plugin_guard.rejections(host_filter, hosts, spec),
+                    strict=True):
                 found.append((row, (host, host_filter.name, rejection
                                     or _UNEXPLAINED)))
         found.sort(key=lambda item: item[0])

@@ -133,6 +133,13 @@ class Metrics:
             "Migrations planned by the balancer (not dry runs), by cluster "
             "('-' for hosts without one) and cluster policy.",
             ["cluster", "policy"], registry=registry)
+        self.plugin_errors = prometheus_client.Counter(
+            "scheduler_plugin_errors",
+            "Exceptions raised by filter and weigher plugins, by plugin "
+            "name (scheduler.plugin_guard: the host or request concerned "
+            "is failed, never the service).", ["plugin"],
+            registry=registry)
+        self._plugin_errors: dict[str, prometheus_client.Counter] = {}
         self._lock = threading.Lock()
 
     def decision(self, outcome: str, seconds: float) -> None:
@@ -142,12 +149,22 @@ class Metrics:
     def removed(self, counts: Mapping[str, int]) -> None:
         """Count the hosts one decision removed, by filter name."""
         for name, count in counts.items():
-            child = self._removed.get(name)
-            if child is None:
-                with self._lock:
-                    child = self._removed.setdefault(
-                        name, self.hosts_removed.labels(name))
-            child.inc(count)
+            self._child(self.hosts_removed, self._removed, name).inc(count)
+
+    def plugin_error(self, plugin: str) -> None:
+        """Count one exception raised by plugin ``plugin``."""
+        self._child(self.plugin_errors, self._plugin_errors, plugin).inc()
+
+    def _child(self, counter: prometheus_client.Counter,
+               children: dict[str, prometheus_client.Counter],
+               label: str) -> prometheus_client.Counter:
+        # labels() takes a lock and builds a key: cached per label value,
+        # as these counters move on every decision.
+        child = children.get(label)
+        if child is None:
+            with self._lock:
+                child = children.setdefault(label, counter.labels(label))
+        return child
 
     def refreshed(self, full: bool, seconds: float, rows: int) -> None:
         kind = REFRESH_KINDS[0] if full else REFRESH_KINDS[1]
