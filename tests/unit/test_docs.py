@@ -7,6 +7,7 @@ must name every metric the built-in monitors can report.
 
 import pathlib
 import re
+import typing
 
 import pytest
 from oslo_config import cfg
@@ -103,3 +104,57 @@ def test_operator_guide_lists_every_builtin_metric():
     documented = set(re.findall(r"^\| `([a-z0-9_.]+)` \| `", guide,
                                 re.MULTILINE))
     assert names - documented == set()
+
+
+# Configuration examples. A ```ini block may be preceded by one marker
+# line saying how ``config check`` treats it (see
+# tests/functional/test_docs_config.py):
+#   <!-- config check: skip, REASON -->  not a scheduler config file
+#   <!-- config check: with the example plugins -->
+#   <!-- config check: PATH holds the next json block -->
+
+_BLOCK = re.compile(r"^(?:<!-- config check: (?P<marker>.+?) -->\n)?"
+                    r"```(?P<lang>\w*)\n(?P<text>.*?)^```$",
+                    re.MULTILINE | re.DOTALL)
+#: ``key = value  # words``: oslo.config keeps the words in the value.
+_INLINE_COMMENT = re.compile(r"^\s*[^#;\s\[][^=]*=.*\s[#;]")
+
+
+class Block(typing.NamedTuple):
+    page: pathlib.Path
+    line: int
+    marker: str | None
+    text: str
+    #: Language and text of the fenced blocks after this one.
+    following: list[tuple[str, str]]
+
+    @property
+    def name(self) -> str:
+        return f"{self.page.name}:{self.line}"
+
+
+def ini_blocks() -> list[Block]:
+    """Every ```ini block of the README and docs/."""
+    blocks = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        fenced = list(_BLOCK.finditer(text))
+        for i, match in enumerate(fenced):
+            if match["lang"] == "ini":
+                blocks.append(Block(
+                    page, text.count("\n", 0, match.start("lang")) + 1,
+                    match["marker"], match["text"],
+                    [(m["lang"], m["text"]) for m in fenced[i + 1:]]))
+    return blocks
+
+
+def test_ini_blocks_are_found():
+    assert len(ini_blocks()) >= 10
+
+
+@pytest.mark.parametrize("block", ini_blocks(), ids=lambda b: b.name)
+def test_ini_blocks_have_no_inline_comments(block):
+    """oslo.config has no inline comments: pasted, ``required = true  #
+    why`` is a malformed boolean."""
+    assert [line for line in block.text.splitlines()
+            if _INLINE_COMMENT.match(line)] == []
