@@ -7,6 +7,7 @@ must name every metric the built-in monitors can report.
 
 import pathlib
 import re
+import subprocess
 import typing
 
 import pytest
@@ -158,3 +159,23 @@ def test_ini_blocks_have_no_inline_comments(block):
     why`` is a malformed boolean."""
     assert [line for line in block.text.splitlines()
             if _INLINE_COMMENT.match(line)] == []
+
+
+def test_gitignore_ignores_the_venv_file_tox_leaves(tmp_path):
+    (tmp_path / ".gitignore").write_text(
+        (ROOT / ".gitignore").read_text(encoding="utf-8"))
+    (tmp_path / ".venv").write_text("/somewhere/.tox/py3\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    status = subprocess.run(["git", "status", "--porcelain",
+                             "--untracked-files=all"], cwd=tmp_path,
+                            capture_output=True, text=True, check=True)
+    assert status.stdout.splitlines() == ["?? .gitignore"]
+
+
+def test_guide_keeps_its_virtualenv_out_of_the_checkout():
+    # tox's .venv file makes "python3 -m venv .venv" fail.
+    for page in PAGES:
+        for block in _BLOCK.finditer(page.read_text(encoding="utf-8")):
+            if block["lang"] in ("sh", "console", "bash"):
+                assert not re.search(r"-m venv (\./)?\.venv\b",
+                                     block["text"]), page.name
