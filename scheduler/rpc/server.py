@@ -35,6 +35,7 @@ from scheduler import rpc
 from scheduler.balancer.task import PeriodicBalancer
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
+from scheduler.rpc import arguments
 from scheduler.rpc import notification_process
 from scheduler.rpc import notifications
 
@@ -133,6 +134,7 @@ class SchedulerEndpoint:
     @oslo_messaging.expected_exceptions(exception.InvalidRequest,
                                         exception.NoValidHost,
                                         rpc.SchedulerInternalError)
+    @arguments.checked
     def select_destinations(self, ctxt: dict, request_spec: dict,
                             instance_uuids: list[str] | None = None,
                             return_alternates: bool = False
@@ -145,6 +147,7 @@ class SchedulerEndpoint:
     @oslo_messaging.expected_exceptions(exception.InvalidRequest,
                                         exception.NoValidHost,
                                         rpc.SchedulerInternalError)
+    @arguments.checked
     def explain(self, ctxt: dict, request_spec: dict) -> dict:
         """The decision for one instance, per host, without a claim."""
         return self._guard("explain", ctxt, self._explain, request_spec)
@@ -152,6 +155,7 @@ class SchedulerEndpoint:
     @oslo_messaging.expected_exceptions(exception.InvalidRequest,
                                         exception.NoValidHost,
                                         rpc.SchedulerInternalError)
+    @arguments.checked
     def release(self, ctxt: dict, instance_uuid: str) -> bool:
         """Free the instance's claim; False when it held none."""
         return self._guard("release", ctxt, self._release, instance_uuid)
@@ -159,6 +163,7 @@ class SchedulerEndpoint:
     @oslo_messaging.expected_exceptions(exception.InvalidRequest,
                                         exception.NoValidHost,
                                         rpc.SchedulerInternalError)
+    @arguments.checked
     def balance(self, ctxt: dict, cluster: str | None = None,
                 dry_run: bool = False,
                 migration_policy: str | None = None) -> list[dict]:
