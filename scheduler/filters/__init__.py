@@ -54,6 +54,12 @@ class BaseHostFilter:
         """Raise InvalidRequest-style errors for malformed input the
         filter reads (once per request, before any host is checked)."""
 
+    def warnings(self, spec: RequestSpec) -> list[str]:
+        """What the operator should know about ``spec`` although it is
+        valid (an extra spec this filter ignores, say): shown once in
+        explain output and logged once, never per host."""
+        return []
+
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
         """None when ``host`` can take one instance of ``spec``."""
         if type(self).rejections is BaseHostFilter.rejections:

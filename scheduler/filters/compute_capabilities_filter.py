@@ -3,12 +3,13 @@
 
 import collections.abc
 import dataclasses
+import difflib
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from scheduler import extra_specs
+from scheduler import capability_specs
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
@@ -31,6 +32,12 @@ _ATTRIBUTES = frozenset(
     | {name for name, value in vars(HostState).items()
        if isinstance(value, property)}) - {"metrics", "bad_metrics"}
 
+# What Nova holds as integers and this project computes as floats (the
+# allocation ratio is in them): 0.0 must read "0", as in Nova, for "s=="
+# and plain equality.
+_INTEGRAL = frozenset({"free_ram_mb", "free_vcpus", "free_disk_gb",
+                       "local_disk_limit_gb"})
+
 _MISSING = object()
 
 
@@ -52,6 +59,9 @@ def _value(host: HostState, attribute: str | None,
     if attribute is None:
         return _MISSING
     value = getattr(host, attribute, None)
+    if (attribute in _INTEGRAL and isinstance(value, float)
+            and value.is_integer()):
+        value = int(value)
     for key in keys:
         # dict first: the Mapping ABC check costs ten times more.
         if (not isinstance(value, (dict, collections.abc.Mapping))
@@ -64,10 +74,10 @@ def _value(host: HostState, attribute: str | None,
 class _Check(NamedTuple):
     """One capabilities extra spec, resolved and parsed for a request."""
 
-    cap: extra_specs.CapabilitySpec
+    cap: capability_specs.CapabilitySpec
     attribute: str | None
     keys: tuple[str, ...]
-    requirement: extra_specs.Requirement
+    requirement: capability_specs.Requirement
 
     def rejection(self, actual: object) -> Rejection:
         """Why a host whose value is ``actual`` fails this check."""
@@ -77,31 +87,64 @@ class _Check(NamedTuple):
         return Rejection(str(cap), f"host has {cap.attribute}={actual!r}")
 
 
+def _specs(spec: RequestSpec) -> tuple[
+        list[capability_specs.CapabilitySpec],
+        list[capability_specs.CapabilitySpec]]:
+    """(the capability specs the filter checks, the unscoped keys it
+    ignores because they name no host attribute)."""
+    used, ignored = [], []
+    for cap in capability_specs.capability_specs(spec.flavor.extra_specs):
+        if cap.scoped or _attribute(cap.path) is not None:
+            used.append(cap)
+        else:
+            ignored.append(cap)
+    return used, ignored
+
+
+def _ignored_warning(cap: capability_specs.CapabilitySpec) -> str:
+    close = difflib.get_close_matches(cap.key, sorted(_ATTRIBUTES | set(
+        _ALIASES)), n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return (f"extra spec {cap.key}={cap.requirement!r} ignored: without a "
+            "scope it counts only when it names a host attribute, as in "
+            f"Nova{hint}")
+
+
 def _checks(spec: RequestSpec) -> list[_Check]:
+    used, _ignored = _specs(spec)
+    capability_specs.check_capability_specs(used)
     return [_Check(cap, _attribute(cap.path), cap.path[1:],
-                   extra_specs.parse_requirement(cap.requirement))
-            for cap in extra_specs.validate_capability_specs(
-                spec.flavor.extra_specs)]
+                   capability_specs.parse_requirement(cap.requirement))
+            for cap in used]
 
 
 class ComputeCapabilitiesFilter(BaseHostFilter):
     """Rejects hosts whose attributes do not meet the flavor's
     ``capabilities:`` extra specs (and, as in Nova, its keys without a
-    scope).
+    scope that name a host attribute, and ``hw:maxphysaddr_bits``).
 
     ``capabilities:vcpus``, ``capabilities:cluster`` ... name HostState
     attributes (``hypervisor_hostname`` is the nodename); further ``:``
     parts walk into dicts: ``capabilities:cpu_info:topology:cores``. Values
     use Nova's operators (``s== x86_64``, ``>= 8``, ``<in> avx2`` ...,
-    see ``scheduler.extra_specs.match_capability``). A host without the
-    attribute is rejected. Keys of other scopes are ignored.
+    see ``scheduler.capability_specs``). A host without the attribute is
+    rejected. A key without a scope that names no host attribute
+    (``XXYY=1``, an old flavor's ``free_disk_mb=0``) is ignored, as Nova
+    does, with a warning in explain output; keys of other scopes are
+    ignored.
     """
 
     def applies(self, spec: RequestSpec) -> bool:
-        return bool(extra_specs.capability_specs(spec.flavor.extra_specs))
+        return bool(spec.memo("ComputeCapabilitiesFilter.specs",
+                              lambda: _specs(spec))[0])
 
     def validate_request(self, spec: RequestSpec) -> None:
-        extra_specs.validate_capability_specs(spec.flavor.extra_specs)
+        used, _ignored = _specs(spec)
+        capability_specs.check_capability_specs(used)
+
+    def warnings(self, spec: RequestSpec) -> list[str]:
+        _used, ignored = _specs(spec)
+        return [_ignored_warning(cap) for cap in ignored]
 
     def rejections(self, hosts: Sequence[HostState],
                    spec: RequestSpec) -> list[Rejection | None]:

@@ -5,6 +5,7 @@ import hypothesis
 import pytest
 from hypothesis import strategies as st
 
+from scheduler import capability_specs
 from scheduler import exception
 from scheduler import extra_specs
 from scheduler.extra_specs import InvalidExtraSpec
@@ -311,7 +312,7 @@ _CAPABILITY_CASES = [
 @pytest.mark.parametrize(("actual", "requirement", "expected"),
                          _CAPABILITY_CASES)
 def test_match_capability(actual, requirement, expected):
-    assert extra_specs.match_capability(actual, requirement) is expected
+    assert capability_specs.match_capability(actual, requirement) is expected
 
 
 @pytest.mark.parametrize("requirement", [
@@ -321,7 +322,7 @@ def test_match_capability(actual, requirement, expected):
 ])
 def test_match_capability_malformed_requirement(requirement):
     with pytest.raises(ValueError):
-        extra_specs.match_capability("x", requirement)
+        capability_specs.match_capability("x", requirement)
 
 
 @pytest.mark.parametrize(("key", "path"), [
@@ -335,11 +336,11 @@ def test_match_capability_malformed_requirement(requirement):
     ("capabilitiesx:vcpus", None),
 ])
 def test_capability_path(key, path):
-    assert extra_specs.capability_path(key) == path
+    assert capability_specs.capability_path(key) == path
 
 
 def test_capability_specs_selects_capability_keys():
-    specs = extra_specs.validate_capability_specs({
+    specs = capability_specs.validate_capability_specs({
         "capabilities:cpu_info:arch": "s== x86_64",
         "resources:cpu.percent": "<50",
         "hw:cpu_policy": "dedicated",
@@ -367,7 +368,7 @@ def test_capability_specs_selects_capability_keys():
 ])
 def test_validate_capability_specs_rejects(key, value):
     with pytest.raises(InvalidExtraSpec) as info:
-        extra_specs.validate_capability_specs(
+        capability_specs.validate_capability_specs(
             {key: value, "resources:cpu.percent": "<50"})
     assert info.value.key == key
     assert info.value.value == value
@@ -377,24 +378,24 @@ def test_validate_capability_specs_rejects(key, value):
 
 def test_validate_capability_specs_ignores_other_scopes():
     # Malformed for the capabilities grammar, but not capabilities.
-    assert extra_specs.validate_capability_specs(
+    assert capability_specs.validate_capability_specs(
         {"resources:cpu.percent": "<50", "hw:mem": ">= abc"}) == []
 
 
 def test_parse_requirement_is_what_match_capability_applies():
-    requirement = extra_specs.parse_requirement(" <all-in> avx  avx2 ")
-    assert requirement == extra_specs.Requirement("<all-in>",
+    requirement = capability_specs.parse_requirement(" <all-in> avx  avx2 ")
+    assert requirement == capability_specs.Requirement("<all-in>",
                                                   ("avx", "avx2"))
     assert requirement.matches(["avx2", "avx", "sse4"])
     assert not requirement.matches(["avx"])
-    assert extra_specs.parse_requirement(">= 8") == \
-        extra_specs.Requirement(">=", 8.0)
-    assert extra_specs.parse_requirement("x86_64").op is None
+    assert capability_specs.parse_requirement(">= 8") == \
+        capability_specs.Requirement(">=", 8.0)
+    assert capability_specs.parse_requirement("x86_64").op is None
     # Cached: a flavor's requirements are parsed once, not per host.
-    assert extra_specs.parse_requirement("s== x") is \
-        extra_specs.parse_requirement("s== x")
+    assert capability_specs.parse_requirement("s== x") is \
+        capability_specs.parse_requirement("s== x")
     with pytest.raises(ValueError):
-        extra_specs.parse_requirement("<5")
+        capability_specs.parse_requirement("<5")
 
 
 @hypothesis.given(

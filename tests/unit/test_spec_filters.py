@@ -156,7 +156,6 @@ def test_capabilities_rejection_reason_and_detail(capabilities, cap_host):
     ("capabilities:consume", "consume"),
     ("capabilities:__class__", "__class__"),
     ("capabilities:metrics", "metrics"),
-    ("trust", "trust"),
 ])
 def test_capabilities_missing_attribute(capabilities, key, attribute):
     host = make_host(cpu_info={"arch": "x86_64", "topology": {"cores": 4}})
