@@ -1,5 +1,6 @@
 """Start-up shared by the console scripts: config, logging, exit codes."""
 
+import importlib.metadata
 import sys
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -13,6 +14,17 @@ from scheduler import exception
 from scheduler.migration import policies as migration_policies
 
 CONFIG_ERROR_EXIT = 2
+DISTRIBUTION = "metrics-scheduler"
+
+
+def version(prog: str) -> str:
+    """``--version`` text: the program and the installed distribution."""
+    try:
+        number = importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        # Run from a source tree that was never installed.
+        number = "unknown"
+    return f"{prog} ({DISTRIBUTION}) {number}"
 
 
 def config_error_exit(prog: str, message: str) -> None:
@@ -92,7 +104,7 @@ def parse(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
                          + ["alembic=WARN", "stevedore=WARN"])
     try:
         conf(list(sys.argv[1:] if argv is None else argv), project=project,
-             prog=prog)
+             prog=prog, version=version(prog))
     except (cfg.Error, ValueError) as e:
         config_error_exit(prog, str(e).replace("\n", " "))
     except SystemExit as e:

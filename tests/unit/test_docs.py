@@ -179,3 +179,12 @@ def test_guide_keeps_its_virtualenv_out_of_the_checkout():
             if block["lang"] in ("sh", "console", "bash"):
                 assert not re.search(r"-m venv (\./)?\.venv\b",
                                      block["text"]), page.name
+
+
+def test_product_docs_stand_on_their_own():
+    """The design notes are not shipped: no page or sample config may
+    send the reader to them."""
+    samples = sorted((ROOT / "etc").rglob("*.sample"))
+    citing = [page.relative_to(ROOT) for page in PAGES + samples
+              if re.search(r"\bDESIGN\b", page.read_text(encoding="utf-8"))]
+    assert citing == []
