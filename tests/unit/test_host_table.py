@@ -239,7 +239,8 @@ CAPABILITY_KEYS = (
     "capabilities:availability_zone", "capabilities:networks",
     "capabilities:free_ram_mb", "capabilities:instances",
     "capabilities:disabled", "capabilities:metrics", "capabilities:nope",
-    "vcpus", "cpu_info")
+    # Unscoped: attributes, and names no host has (ignored, as in Nova).
+    "vcpus", "cpu_info", "free_ram_mb", "XXYY", "free_disk_mb")
 
 NUMBERS = ("0", "1", "2", "4", "8", "8.0", "16", "-1", "1e3")
 
@@ -250,7 +251,8 @@ capability_values = st.one_of(
               st.sampled_from(NUMBERS)),
     st.builds("{} {}".format,
               st.sampled_from(("s==", "s!=", "s<", "s<=", "s>", "s>=")),
-              st.sampled_from(WORDS)),
+              # "s== " without operand is an InvalidExtraSpec.
+              st.sampled_from(WORDS).filter(bool)),
     st.builds("<in> {}".format, st.sampled_from(WORDS).filter(bool)),
     st.builds(lambda words: "<all-in> " + " ".join(words),
               st.lists(st.sampled_from(WORDS).filter(bool), min_size=1,
