@@ -1,6 +1,7 @@
 """Start-up shared by the console scripts: config, logging, exit codes."""
 
 import importlib.metadata
+import math
 import sys
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -48,14 +49,34 @@ def _raw_value(conf: cfg.ConfigOpts, group: str, name: str):
     return None
 
 
+def _finite(value: object) -> bool:
+    """False when ``value`` is or holds a float NaN or infinity."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list | tuple):
+        return all(_finite(item) for item in value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    return True
+
+
 def _check(namespace, group: str | None, name: str, conf: cfg.ConfigOpts):
     try:
-        return namespace[name]
+        value = namespace[name]
     except (ValueError, cfg.ConfigFileValueError) as e:
         detail = str(e).split(" is not valid: ")[-1]
         raise exception.ConfigError(group or "DEFAULT", name,
                                     _raw_value(conf, group, name),
                                     detail) from e
+    # oslo.config's FloatOpt takes nan, inf and 1e999 (inf), and its
+    # min/max bounds let NaN through: a weight or ratio of NaN removes
+    # or ties every host, one of inf sends everything to one host.
+    if not _finite(value):
+        raise exception.ConfigError(
+            group or "DEFAULT", name, _raw_value(conf, group, name),
+            "expected a finite number (not nan or inf; 1e999 overflows "
+            "to inf)")
+    return value
 
 
 def option_problems(conf: cfg.ConfigOpts

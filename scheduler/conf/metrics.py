@@ -1,5 +1,7 @@
 """Options of the [metrics] group: the metrics weigher and its inputs."""
 
+import math
+
 from oslo_config import cfg
 from oslo_config import types
 
@@ -25,11 +27,19 @@ class WeightSetting(types.ConfigType):
                     f"{item!r} is not name=ratio with a dotted lower-case "
                     "metric name")
             try:
-                pairs.append((name, float(ratio)))
+                number = float(ratio)
             except ValueError:
                 raise ValueError(
                     f"ratio {ratio!r} of {name} is not a number "
                     "(expected name=ratio, e.g. cpu.percent=-1.0)") from None
+            # A NaN ratio makes every host's weight NaN (removed as
+            # "required metric unavailable"), an infinite one sends
+            # everything to one host.
+            if not math.isfinite(number):
+                raise ValueError(
+                    f"ratio {ratio!r} of {name} is not a finite number "
+                    "(expected name=ratio, e.g. cpu.percent=-1.0)")
+            pairs.append((name, number))
         return pairs
 
     def __repr__(self) -> str:
