@@ -15,7 +15,8 @@ In one run, over the local RabbitMQ (issue 4):
    ``build_fleet``) into a fresh temporary PostgreSQL database, the real
    ``scheduler-service`` console script is started on it (one worker
    unless ``--workers`` says otherwise, bench_engine's filters and
-   weighers, notifications on as in production) and
+   weighers, notifications on (driver messagingv2), as a deployment
+   that consumes them runs) and
    ``select_destinations`` is called for one new instance per call, each
    of which claims a host in the database, for each client thread count.
 
@@ -252,8 +253,10 @@ def write_config(path: Path, names: BusNames, transport_url: str,
         # day's margin).
         "filter_scheduler": {"service_down_time": STALE_AFTER},
         "metrics": {"max_age": STALE_AFTER},
+        # Off by default; measured on, as deployments that consume
+        # them run.
         "oslo_messaging_notifications": {
-            "topics": names.notification_topic},
+            "driver": "messagingv2", "topics": names.notification_topic},
         "oslo_messaging_rabbit": {"rabbit_transient_queues_ttl": 60},
     }
     for group, options in engine_overrides().items():

@@ -64,6 +64,16 @@ def validate_transport(conf: cfg.ConfigOpts) -> None:
             "several workers need a broker such as RabbitMQ")
 
 
+def notifications_summary(conf: cfg.ConfigOpts) -> str:
+    """``off``, or the drivers and topics notifications go to: whether
+    something must consume them is the operator's to see."""
+    group = conf.oslo_messaging_notifications
+    drivers = [driver for driver in group.driver if driver != "noop"]
+    if not drivers:
+        return "off"
+    return f"{','.join(drivers)} on topic(s) {','.join(group.topics)}"
+
+
 def _validate_database(conf: cfg.ConfigOpts) -> None:
     db_api.validate_connection_url(conf.database.connection)
 
@@ -126,9 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if scheme in _LOSSY_TRANSPORTS:
         LOG.warning("transport_url %s loses messages between processes "
                     "under oslo.messaging; use RabbitMQ", scheme)
-    LOG.info("%s starting: %d worker(s), topic %s, broker %s, RPC API %s",
-             PROG, workers, CONF.scheduler_topic,
-             rpc.safe_transport_url(CONF.transport_url), rpc.RPC_API_VERSION)
+    LOG.info("%s starting: %d worker(s), topic %s, broker %s, RPC API %s, "
+             "notifications %s", PROG, workers, CONF.scheduler_topic,
+             rpc.safe_transport_url(CONF.transport_url), rpc.RPC_API_VERSION,
+             notifications_summary(CONF))
     # The notification sender processes start with the same arguments.
     command_line = list(sys.argv[1:] if argv is None else argv)
     if workers == 1:

@@ -6,7 +6,7 @@ registers this project's options, so that tools which never touch the bus
 Code that creates a transport calls ``register_messaging_opts`` first: it
 registers oslo.messaging's options on the given ``ConfigOpts``, including
 the ``oslo_messaging_tracing`` / ``oslo_messaging_metrics`` groups which
-oslo.messaging registers only on the global ``cfg.CONF`` (DESIGN §8).
+oslo.messaging registers only on the global ``cfg.CONF``.
 """
 
 import warnings
@@ -14,7 +14,7 @@ import warnings
 from oslo_config import cfg
 from oslo_service import backend as service_backend
 
-#: DESIGN §3: a local RabbitMQ unless the operator says otherwise.
+#: A local RabbitMQ unless the operator says otherwise.
 DEFAULT_TRANSPORT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
 DEFAULT_CONTROL_EXCHANGE = "scheduler"
 NOTIFICATION_RETRY = 3
@@ -69,9 +69,13 @@ def register_messaging_opts(conf: cfg.ConfigOpts) -> None:
     """Register every oslo.messaging option on ``conf``; idempotent.
 
     Also sets this project's defaults for ``transport_url``,
-    ``control_exchange`` and ``[oslo_messaging_notifications] driver`` and
-    ``retry`` on ``conf`` (not on the shared option objects), so a private
+    ``control_exchange`` and ``[oslo_messaging_notifications] retry`` on
+    ``conf`` (not on the shared option objects), so a private
     ``ConfigOpts`` in tests gets the same defaults as the service.
+    ``[oslo_messaging_notifications] driver`` keeps oslo.messaging's
+    default, no driver: notifications nobody consumes pile up in the
+    broker (two per decision) until it runs out of memory, so sending
+    them is the operator's decision.
     """
     use_threading_backend()
     # Imported here: see the module docstring.
@@ -91,10 +95,6 @@ def register_messaging_opts(conf: cfg.ConfigOpts) -> None:
                       metrics_client.oslo_messaging_metrics)
     conf.set_default("transport_url", DEFAULT_TRANSPORT_URL)
     conf.set_default("control_exchange", DEFAULT_CONTROL_EXCHANGE)
-    # DESIGN §5: the service emits notifications unless told otherwise
-    # (driver = noop); oslo.messaging's default driver list is empty.
-    conf.set_default("driver", ["messagingv2"],
-                     group="oslo_messaging_notifications")
     # oslo.messaging retries a notification forever by default, which
     # would hold the scheduling request that sends it for as long as a
     # separate notification broker is down; a lost notification is the
@@ -112,8 +112,7 @@ def set_sample_defaults() -> None:
     ours = {
         None: {"transport_url": DEFAULT_TRANSPORT_URL,
                "control_exchange": DEFAULT_CONTROL_EXCHANGE},
-        "oslo_messaging_notifications": {"driver": ["messagingv2"],
-                                         "retry": NOTIFICATION_RETRY},
+        "oslo_messaging_notifications": {"retry": NOTIFICATION_RETRY},
     }
     # list_opts() hands out deep copies; the generator copies the library's
     # own option objects after this hook runs, so those are what to change.

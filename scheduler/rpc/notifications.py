@@ -47,7 +47,8 @@ def create_notifier(conf: cfg.ConfigOpts,
                     transport: oslo_messaging.Transport
                     ) -> oslo_messaging.Notifier:
     """Notifier of ``scheduler.<host>``; driver, topics and retry come from
-    ``[oslo_messaging_notifications]`` (messagingv2 by default)."""
+    ``[oslo_messaging_notifications]`` (no driver, nothing sent, by
+    default)."""
     return oslo_messaging.Notifier(transport,
                                    publisher_id=publisher_id(conf))
 

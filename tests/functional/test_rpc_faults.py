@@ -176,6 +176,8 @@ _NOTIFYING_WITHOUT_BROKER = textwrap.dedent("""
     conf([])
     conf.set_override("transport_url", sys.argv[1])
     conf.set_override("retry", 0, group="oslo_messaging_notifications")
+    conf.set_override("driver", ["messagingv2"],
+                      group="oslo_messaging_notifications")
     transport = oslo_messaging.get_notification_transport(conf)
     sender = notifications.BackgroundNotifier(
         notifications.create_notifier(conf, transport))

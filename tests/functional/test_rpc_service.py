@@ -117,8 +117,9 @@ class BusNames:
                         "control_exchange": self.exchange,
                         "scheduler_topic": self.topic,
                         "host": self.host},
+            # Notifications are off by default; these tests listen.
             "oslo_messaging_notifications": {
-                "topics": self.notification_topic},
+                "driver": "messagingv2", "topics": self.notification_topic},
             # Reply and fanout queues have random names delete() cannot
             # know; the broker drops them this long after their last use.
             "oslo_messaging_rabbit": {"rabbit_transient_queues_ttl": 60},

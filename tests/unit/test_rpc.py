@@ -103,6 +103,8 @@ def _make_conf() -> cfg.ConfigOpts:
     conf.set_override("host", "sched-1")
     conf.set_override("topics", [f"notifications-{unique}"],
                       group="oslo_messaging_notifications")
+    conf.set_override("driver", ["messagingv2"],
+                      group="oslo_messaging_notifications")
     return conf
 
 
@@ -609,7 +611,13 @@ def test_messaging_options_on_a_private_conf():
     assert conf.transport_url == messaging_conf.DEFAULT_TRANSPORT_URL
     assert conf.control_exchange == "scheduler"
     assert conf.scheduler_topic == "scheduler"
-    assert conf.oslo_messaging_notifications.driver == ["messagingv2"]
+    # Off unless the operator turns them on: nobody may consume them.
+    assert conf.oslo_messaging_notifications.driver == []
+    assert service_cmd.notifications_summary(conf) == "off"
+    conf.set_override("driver", ["messagingv2"],
+                      group="oslo_messaging_notifications")
+    assert service_cmd.notifications_summary(conf) == (
+        "messagingv2 on topic(s) notifications")
     assert conf.oslo_messaging_notifications.retry == 3
     # The groups oslo.messaging only registers on the global cfg.CONF.
     assert conf.oslo_messaging_tracing.tracing_enabled is False
