@@ -25,6 +25,7 @@ from scheduler import filters
 from scheduler import host_manager as hm
 from scheduler import observability
 from scheduler import plugin_guard
+from scheduler import request_warnings
 from scheduler import weights
 from scheduler.db import models
 from scheduler.host_table import HostTable
@@ -64,6 +65,9 @@ class Decision:
     selected_rows: list[int] = dataclasses.field(
         default_factory=list, repr=False, compare=False)
     summary: str = ""
+    #: What the request probably did not mean (a misspelt extra-spec
+    #: scope, a key no plugin reads), each once.
+    warnings: list[str] = dataclasses.field(default_factory=list)
     #: Hosts that passed every filter and weigher, and hosts considered.
     candidates: int = 0
     hosts: int = 0
@@ -94,6 +98,7 @@ class Decision:
         return {
             "selected": [h.host for h in self.selected],
             "summary": self.summary,
+            "warnings": list(self.warnings),
             "hosts": [{
                 "host": r.host.host,
                 "nodename": r.host.nodename,
@@ -220,7 +225,10 @@ class FilterScheduler:
         self.validate(spec)
         table = self._table(hosts)
         spec.start_call(models.utcnow())
-        return self._decide(spec, table)
+        decision = self._decide(spec, table)
+        decision.warnings = request_warnings.collect(spec, self.conf,
+                                                     self.filters)
+        return decision
 
     def select(self, spec: RequestSpec,
                hosts: Sequence[hm.HostState] | None = None
@@ -229,6 +237,8 @@ class FilterScheduler:
         fit. The resources of each chosen host are consumed (on copies)
         before the next instance is placed."""
         self.validate(spec)
+        # Logged (once each), as no explain output shows them here.
+        request_warnings.collect(spec, self.conf, self.filters)
         table = self._table(hosts)
         flavor = spec.flavor
         uuids = spec.instance_uuids or [None] * spec.num_instances
@@ -330,7 +340,8 @@ class FilterScheduler:
                 if failed is not None:
                     newly &= ~failed
                 for row in candidates[newly].tolist():
-                    removed.add(row, weigher, _METRIC_UNAVAILABLE)
+                    removed.add(row, weigher, _unavailable(
+                        weigher, table.hosts[row], spec))
                 lacking |= newly
         if lacking.any():
             candidates = candidates[~lacking]
@@ -365,6 +376,18 @@ class FilterScheduler:
         alternates = [rank for rank in range(min(opts.max_attempts, count))
                       if rank != chosen]
         return [chosen] + alternates[:opts.max_attempts - 1]
+
+
+def _unavailable(weigher: weights.BaseHostWeigher, host: hm.HostState,
+                 spec: RequestSpec) -> filters.Rejection:
+    """Why the weigher's required value is missing on ``host``."""
+    try:
+        why = weigher.why_unavailable(host, spec)
+    except Exception as e:
+        # Only the explanation failed: the host goes all the same.
+        plugin_guard.errors.report(weigher.name, "why_unavailable", e)
+        why = None
+    return why or _METRIC_UNAVAILABLE
 
 
 class _Removed:

@@ -270,7 +270,7 @@ def explain(document: dict, fmt: str) -> str:
     (``alt``) and, for each removed host, the filter, its reason and
     detail. The table shows the normalised weights only (the raw ones
     are in JSON and CSV) and ends with the NoValidHost histogram when
-    nothing fits."""
+    nothing fits, then a line per warning about the request."""
     if fmt == "json":
         return _json(document)
     columns, rows = _explain_rows(document)
@@ -281,6 +281,9 @@ def explain(document: dict, fmt: str) -> str:
                  [[row[i] for i in shown] for row in rows])
     if document.get("summary"):
         text += f"\n\nNo valid host: {document['summary']}"
+    # Older services answer without the key.
+    for warning in document.get("warnings") or ():
+        text += f"\nWarning: {warning}"
     return text
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from oslo_config import cfg
 
+from scheduler.filters import Rejection
 from scheduler.host_manager import HostState
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
@@ -45,6 +46,14 @@ class BaseHostWeigher:
     def unavailable_removes_host(self, spec: RequestSpec) -> bool:
         """True when a host whose raw weight is None must be removed."""
         return False
+
+    def why_unavailable(self, host: HostState,
+                        spec: RequestSpec) -> Rejection | None:
+        """Why ``host`` has no raw weight, for the NoValidHost summary and
+        explain output when ``unavailable_removes_host``: the reason
+        should name what is missing (``required metric unavailable:
+        cpu.percent``). None gives a generic reason."""
+        return None
 
     def raw_weights(self, hosts: Sequence[HostState],
                     spec: RequestSpec) -> list[float | None]:

@@ -4,6 +4,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scheduler.filters import Rejection
+from scheduler.filters.metrics_filter import unavailable_detail
 from scheduler.host_manager import HostState
 from scheduler.host_manager import metrics_window
 from scheduler.host_table import HostTable
@@ -32,6 +34,19 @@ class MetricsWeigher(BaseHostWeigher):
 
     def unavailable_removes_host(self, spec: RequestSpec) -> bool:
         return self.conf.metrics.required
+
+    def why_unavailable(self, host: HostState,
+                        spec: RequestSpec) -> Rejection | None:
+        # The metric's name goes into the reason, so that a misspelt
+        # weight_setting reads as such in the NoValidHost summary.
+        window = metrics_window(spec, self.conf)
+        for name, _ratio in self.conf.metrics.weight_setting:
+            if host.metric_since(name, window.cutoff) is None:
+                return Rejection(
+                    f"required metric unavailable: {name}",
+                    unavailable_detail(host, name, window.now,
+                                       window.max_age))
+        return None
 
     def raw_weight(self, host: HostState, spec: RequestSpec) -> float | None:
         return self.raw_weights([host], spec)[0]

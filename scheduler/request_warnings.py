@@ -1,0 +1,57 @@
+"""Warnings about a valid request that probably does not say what its
+author meant: an extra spec in a misspelt scope (``resource:``), an
+unscoped key that names no host attribute.
+
+Such a request is scheduled (rejecting it would break flavors that work
+in Nova), but the constraint the operator meant is not applied. Explain
+output shows each warning once; the log gets each distinct warning once
+per process, not once per request or host, so that a popular flavor
+does not flood it.
+"""
+
+import threading
+from collections.abc import Iterable
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from scheduler import capability_specs
+from scheduler import extra_specs
+from scheduler import plugin_guard
+from scheduler.filters import BaseHostFilter
+from scheduler.request_spec import RequestSpec
+
+LOG = logging.getLogger(__name__)
+
+# Bounded: flavors are few, but the keys of a request are user input.
+_LOGGED_LIMIT = 1024
+_logged: set[str] = set()
+_lock = threading.Lock()
+
+
+def collect(spec: RequestSpec, conf: cfg.ConfigOpts,
+            filters: Iterable[BaseHostFilter]) -> list[str]:
+    """The warnings about ``spec``, each logged the first time it is
+    seen."""
+    known = (conf.metrics.extra_specs_scope,
+             capability_specs.CAPABILITIES_SCOPE)
+    warnings = [
+        f"extra spec {key} ignored: the scheduler reads no scope "
+        f"{key.partition(':')[0]}:; did you mean {meant}:?"
+        for key, meant in extra_specs.misspelt_scopes(
+            spec.flavor.extra_specs, known)]
+    for host_filter in filters:
+        warnings.extend(plugin_guard.hook(host_filter, "warnings", spec))
+    for warning in warnings:
+        _log_once(warning)
+    return warnings
+
+
+def _log_once(warning: str) -> None:
+    with _lock:
+        if warning in _logged:
+            return
+        if len(_logged) >= _LOGGED_LIMIT:
+            _logged.clear()
+        _logged.add(warning)
+    LOG.warning("%s", warning)
