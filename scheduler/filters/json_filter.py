@@ -1,11 +1,22 @@
 """JsonFilter: hosts must satisfy the ``query`` scheduler hint.
 
-The query is Nova's JsonFilter language: a JSON list ``[op, arg, ...]``
-whose arguments are literals, ``$variables`` naming host attributes, or
-nested queries, e.g.::
+The query is a dialect of Nova's JsonFilter language: a JSON list ``[op,
+arg, ...]`` whose arguments are literals, ``$variables`` naming host
+attributes (Nova's documented names included: ``$free_ram_mb``,
+``$free_disk_mb``, ``$hypervisor_hostname``, ``$total_usable_ram_mb``,
+``$vcpus_total``, ``$vcpus_used``), or nested queries, e.g.::
 
     ["and", [">=", "$free_ram_mb", 1024],
             ["<", "$metrics.cpu.percent", 50]]
+
+Where it differs from Nova (the operator guide's "differences from Nova"
+lists them): comparisons with more than two arguments are chained
+(``["<", 1, "$vcpus", 64]`` is 1 < vcpus < 64, where Nova compares the
+first argument with each of the others); a variable the host lacks
+fails the comparison, where Nova drops the argument; ``not`` takes one
+argument; unknown operators and variables are refused with the request
+instead of failing on every host; and ``$free_*`` include the
+allocation ratio.
 
 It is compiled by a small interpreter of its own; nothing in it is ever
 handed to ``eval``.
@@ -42,6 +53,16 @@ _VARIABLES: dict[str, collections.abc.Callable[[HostState], object]] = {
     "vcpus_used": operator.attrgetter("vcpus_claimed"),
     "memory_mb": operator.attrgetter("memory_mb"),
     "disk_gb": operator.attrgetter("disk_gb"),
+    # Nova's HostState names of the same things, which its documentation
+    # lists for this filter.
+    "vcpus_total": operator.attrgetter("vcpus"),
+    "total_usable_ram_mb": operator.attrgetter("memory_mb"),
+    "total_usable_disk_gb": operator.attrgetter("disk_gb"),
+    "disk_mb_used": lambda host: host.disk_gb_claimed * 1024,
+    "cpu_allocation_ratio": operator.attrgetter("cpu_allocation_ratio"),
+    "ram_allocation_ratio": operator.attrgetter("ram_allocation_ratio"),
+    "disk_allocation_ratio": operator.attrgetter("disk_allocation_ratio"),
+    "uuid": operator.attrgetter("uuid"),
     "host": operator.attrgetter("host"),
     "nodename": operator.attrgetter("nodename"),
     "hypervisor_hostname": operator.attrgetter("nodename"),
@@ -241,8 +262,13 @@ def _compile_text(text: str) -> Query | None:
     return _compile_decoded(decoded, text)
 
 
+# What Nova, too, treats as no query at all: every host passes.
+_EMPTY_QUERIES = (None, [], {}, "")
+
+
 def _compile_decoded(decoded: object, query: object) -> Query | None:
-    if decoded is None or decoded == []:
+    if any(decoded == empty and type(decoded) is type(empty)
+           for empty in _EMPTY_QUERIES):
         return None
     variables: dict[str, _Variable] = {}
     root = _compile(decoded, query, 1, variables)
@@ -268,12 +294,16 @@ class JsonFilter(BaseHostFilter):
     Operators: ``=``, ``<``, ``>``, ``<=``, ``>=`` (chained over all
     arguments), ``in`` (first argument equals one of the others),
     ``not``, ``or``, ``and``. Variables: ``$free_ram_mb``,
-    ``$free_disk_gb``, ``$free_vcpus``, ``$vcpus``, ``$memory_mb``,
-    ``$host``, ``$nodename``, ``$cluster``, ``$availability_zone``,
-    ``$num_instances``, ``$cpu_info.<key>[.<key>...]`` and
-    ``$metrics.<metric>`` (adjusted for pending claims; missing or older
-    than ``[metrics] max_age`` is null, which fails any comparison).
-    Requests without the hint pass.
+    ``$free_disk_gb``, ``$free_disk_mb``, ``$free_vcpus``, ``$vcpus``
+    (``$vcpus_total``), ``$vcpus_used``, ``$memory_mb``
+    (``$total_usable_ram_mb``), ``$disk_gb`` (``$total_usable_disk_gb``),
+    ``$disk_mb_used``, the three allocation ratios, ``$host``,
+    ``$nodename`` (``$hypervisor_hostname``), ``$uuid``, ``$cluster``,
+    ``$availability_zone``, ``$num_instances``,
+    ``$cpu_info.<key>[.<key>...]`` and ``$metrics.<metric>`` (adjusted
+    for pending claims; missing or older than ``[metrics] max_age`` is
+    null, which fails any comparison). Requests without the hint, or
+    with an empty one (``[]``, ``{}``), pass.
     """
 
     def applies(self, spec: RequestSpec) -> bool:
