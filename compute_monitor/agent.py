@@ -266,12 +266,9 @@ class MonitorAgent:
         return db_api.get_engine(self.conf)
 
     def check_schema(self) -> None:
-        current = migration.db_version(self._engine())
-        head = migration.head_version()
-        if current != head:
-            raise exception.SchedulerError(
-                f"database schema is at revision {current}, this agent "
-                f"needs {head}: run 'scheduler-manage db sync'")
+        problem = migration.schema_problem(self.conf, "this agent")
+        if problem is not None:
+            raise exception.SchedulerError(problem)
 
     def register(self) -> int:
         """Create or update this node's row; returns its id."""

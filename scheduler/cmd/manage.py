@@ -45,6 +45,11 @@ def db_sync(conf: cfg.ConfigOpts) -> int:
 
 
 def db_version(conf: cfg.ConfigOpts) -> int:
+    # A SQLite file that does not exist has no schema; connecting would
+    # create it.
+    if migration.missing_sqlite_file(conf.database.connection):
+        print("None")
+        return 0
     print(migration.db_version(db_api.get_engine(conf)) or "None")
     return 0
 
@@ -256,6 +261,11 @@ def _add_command_parsers(subparsers) -> None:
         "print a few decisions.").set_defaults(func=demo)
 
 
+#: Commands that read the schema: a database without it (or a SQLite
+#: file that does not exist) is named with what to run, instead of the
+#: driver's "no such table", and no empty SQLite file is created.
+_READS_SCHEMA = (hosts_list, hosts_show, explain, balance)
+
 command_opt = cfg.SubCommandOpt("category", title="Command categories",
                                 handler=_add_command_parsers)
 
@@ -271,6 +281,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     url = db_api.safe_url(CONF.database.connection)
     # Operators read these on a terminal: one line each, no traceback.
     try:
+        if CONF.category.func in _READS_SCHEMA:
+            problem = migration.schema_problem(CONF, PROG)
+            if problem is not None:
+                print(f"{PROG}: error: {problem}", file=sys.stderr)
+                return 1
         return CONF.category.func(CONF)
     except BrokenPipeError:
         # The reader went away (``| head``): nothing left to say. Point
