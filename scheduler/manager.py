@@ -60,6 +60,7 @@ from scheduler import exception
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
 from scheduler import observability
+from scheduler import request_values
 from scheduler.balancer.planner import BalancePlanner
 from scheduler.db import api as db_api
 from scheduler.db import locks
@@ -67,6 +68,7 @@ from scheduler.filters import json_filter
 from scheduler.release_journal import ReleaseJournal
 from scheduler.release_journal import journal_directory
 from scheduler.request_spec import RequestSpec
+from scheduler.request_values import field as _field
 
 LOG = logging.getLogger(__name__)
 
@@ -434,17 +436,6 @@ def _short(value: object) -> str:
     return _short_repr.repr(value)
 
 
-def _field(root: str, path: Sequence) -> str:
-    text = root
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            part = str(part)
-            text += "." + (part if len(part) <= 64 else part[:61] + "...")
-    return text
-
-
 def _describe(error: jsonschema.ValidationError, root: str) -> str:
     """``<field path>: <problem>``; the problem of a key (propertyNames)
     says so."""
@@ -509,6 +500,7 @@ def validate_request(request_spec: object,
     spec_checker, uuids_checker = _checkers()
     spec_checker.check(request_spec)
     _check_query((request_spec.get("scheduler_hints") or {}).get("query"))
+    request_values.check(request_spec, "request_spec")
     spec = dict(request_spec)
     if instance_uuids is None:
         spec.setdefault("num_instances", 1)
@@ -516,6 +508,7 @@ def validate_request(request_spec: object,
     if isinstance(instance_uuids, tuple):
         instance_uuids = list(instance_uuids)
     uuids_checker.check(instance_uuids)
+    request_values.check(instance_uuids, "instance_uuids")
     wanted = spec.setdefault("num_instances", len(instance_uuids))
     if wanted != len(instance_uuids):
         raise exception.InvalidRequest(

@@ -53,6 +53,11 @@ def _new_engine(url: str, connect_timeout: int, pre_ping: bool) -> Engine:
     elif backend in ("mysql", "mariadb"):
         kwargs["connect_args"] = {"connect_timeout": connect_timeout}
         kwargs["pool_recycle"] = 3600
+        # The tables are utf8mb4 (migration 0003); a connection in another
+        # character set (MySQLdb's default is latin1) would mangle or
+        # refuse text outside it.
+        if "charset" not in parsed.query:
+            parsed = parsed.update_query_dict({"charset": "utf8mb4"})
     engine = sa.create_engine(parsed, **kwargs)
     if backend == "sqlite":
         sa.event.listen(engine, "connect", _sqlite_on_connect)

@@ -31,6 +31,7 @@ from oslo_service import service as oslo_service
 
 from scheduler import exception
 from scheduler import observability
+from scheduler import request_values
 from scheduler import rpc
 from scheduler.balancer.task import PeriodicBalancer
 from scheduler.conf import messaging as messaging_conf
@@ -177,6 +178,8 @@ class SchedulerEndpoint:
                             ("migration_policy", migration_policy)):
             if value is not None and not isinstance(value, str):
                 raise _wrong_type(name, value, "string")
+            # The cluster names a database lock and is compared in queries.
+            request_values.check_text(value, name)
         return self.manager.balance(cluster, check_bool(dry_run, "dry_run"),
                                     migration_policy)
 

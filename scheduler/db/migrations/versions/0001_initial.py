@@ -8,6 +8,7 @@ Create Date: 2026-11-21
 import sqlalchemy as sa
 from alembic import op
 
+from scheduler.db.migrations import TABLE_OPTIONS
 from scheduler.db.models import LongText
 from scheduler.db.models import PreciseDateTime
 
@@ -46,6 +47,7 @@ def upgrade() -> None:
         sa.Column("updated_at", PreciseDateTime, nullable=False),
         sa.UniqueConstraint("host", "hypervisor_hostname",
                             name="uniq_compute_nodes0host0hypervisor_hostname"),
+        **TABLE_OPTIONS,
     )
     op.create_index("ix_compute_nodes_cluster", "compute_nodes", ["cluster"])
     op.create_index("ix_compute_nodes_changed_at", "compute_nodes",
@@ -64,6 +66,7 @@ def upgrade() -> None:
         sa.Column("disk_gb", sa.Integer, nullable=False),
         sa.Column("instance_group", sa.String(255)),
         sa.Column("created_at", PreciseDateTime, nullable=False),
+        **TABLE_OPTIONS,
     )
     op.create_index("ix_allocations_compute_node_id", "allocations",
                     ["compute_node_id"])

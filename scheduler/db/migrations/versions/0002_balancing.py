@@ -8,6 +8,7 @@ Create Date: 2026-11-21
 import sqlalchemy as sa
 from alembic import op
 
+from scheduler.db.migrations import TABLE_OPTIONS
 from scheduler.db.models import PreciseDateTime
 
 revision = "0002"
@@ -33,6 +34,7 @@ def upgrade() -> None:
         sa.Column("state", sa.String(16), nullable=False),
         sa.Column("created_at", PreciseDateTime, nullable=False),
         sa.Column("updated_at", PreciseDateTime, nullable=False),
+        **TABLE_OPTIONS,
     )
     for column in ("instance_uuid", "source_node_id", "dest_node_id",
                    "state"):
@@ -49,4 +51,5 @@ def upgrade() -> None:
         sa.UniqueConstraint(
             "node_id", "reported_at",
             name="uniq_utilization_samples0node_id0reported_at"),
+        **TABLE_OPTIONS,
     )
