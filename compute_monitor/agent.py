@@ -8,6 +8,7 @@ entries; a database outage is logged and retried with backoff.
 """
 
 import datetime
+import importlib.metadata
 import json
 import math
 import platform
@@ -25,6 +26,7 @@ from stevedore import named
 
 from compute_monitor import base
 from scheduler import exception
+from scheduler import suggest
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
@@ -45,10 +47,13 @@ def load_monitors(conf: cfg.ConfigOpts
     names = list(dict.fromkeys(conf.compute_monitor.monitors))
 
     def missing(missing_names):
+        available = importlib.metadata.entry_points(
+            group=MONITOR_NAMESPACE).names
         raise exception.ConfigError(
             "compute_monitor", "monitors", ",".join(sorted(missing_names)),
-            f"expected entry points of {MONITOR_NAMESPACE}, such as "
-            "cpu, memory, network, disk, file")
+            f"expected entry points of {MONITOR_NAMESPACE}: "
+            f"{', '.join(sorted(available))}"
+            + suggest.did_you_mean(sorted(missing_names)[0], available))
 
     def failed(_manager, entrypoint, error):
         raise exception.ConfigError(

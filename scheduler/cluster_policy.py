@@ -24,6 +24,7 @@ from scheduler import exception
 from scheduler import filter_scheduler
 from scheduler import filters
 from scheduler import host_manager as hm
+from scheduler import suggest
 from scheduler import weights
 from scheduler.balancer import base as balancer_base
 from scheduler.conf import policies as policy_conf
@@ -155,12 +156,14 @@ def _read(conf: cfg.ConfigOpts
     problems.extend(
         exception.ConfigError(
             "scheduler", "cluster_policies", f"{cluster}:{name}",
-            f"unknown policy, expected one of {', '.join(known)}")
+            f"unknown policy, expected one of {', '.join(known)}"
+            + suggest.did_you_mean(name, known))
         for cluster, name in mapping.items() if name not in known)
     if default is not None and default not in known:
         problems.append(exception.ConfigError(
             "scheduler", "default_policy", default,
-            f"unknown policy, expected one of {', '.join(known)}"))
+            f"unknown policy, expected one of {', '.join(known)}"
+            + suggest.did_you_mean(default, known)))
     used = set(written) | set(mapping.values()) | {default} - {None}
     policies = {}
     for name in sorted(used & set(known)):
@@ -291,7 +294,8 @@ def _check_plugins(group: str, option: str, names: Sequence[str],
         raise exception.ConfigError(
             group, option, ",".join(unknown),
             f"expected entry-point names of {namespace}: "
-            f"{', '.join(sorted(available))}")
+            f"{', '.join(sorted(available))}"
+            + suggest.did_you_mean(unknown[0], available))
 
 
 def _balancer_class(group: str, name: str) -> type:
@@ -302,7 +306,8 @@ def _balancer_class(group: str, name: str) -> type:
         raise exception.ConfigError(
             group, "balancer", name,
             f"expected an entry-point name of {balancer_base.NAMESPACE} or "
-            f"none: {', '.join(available + [NO_BALANCER])}")
+            f"none: {', '.join(available + [NO_BALANCER])}"
+            + suggest.did_you_mean(name, available))
     try:
         return balancer_base.balancer_class(name)
     except KeyError:

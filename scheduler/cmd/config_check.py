@@ -19,10 +19,12 @@ from collections.abc import Sequence
 
 from oslo_config import cfg
 
+from compute_monitor import agent
 from compute_monitor import conf as monitor_conf
 from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import filters
+from scheduler import suggest
 from scheduler import weights
 from scheduler.cmd import common
 from scheduler.cmd import service
@@ -78,11 +80,13 @@ def unknown_options(conf: cfg.ConfigOpts) -> Iterator[exception.ConfigError]:
                 if section not in known:
                     yield exception.ConfigError(
                         section, key, HIDDEN,
-                        f"unknown group [{section}] in {path}")
+                        f"unknown group [{section}] in {path}"
+                        + suggest.did_you_mean(section, known))
                 elif key not in known[section]:
                     yield exception.ConfigError(
                         section, key, HIDDEN,
-                        f"unknown option of [{section}] in {path}")
+                        f"unknown option of [{section}] in {path}"
+                        + suggest.did_you_mean(key, known[section]))
 
 
 def _plugin_problems(group: str, option: str, names: Sequence[str],
@@ -95,7 +99,8 @@ def _plugin_problems(group: str, option: str, names: Sequence[str],
             yield exception.ConfigError(
                 group, option, name,
                 f"expected an entry-point name of {namespace}: "
-                f"{', '.join(sorted(available))}")
+                f"{', '.join(sorted(available))}"
+                + suggest.did_you_mean(name, available))
             continue
         try:
             entry_point.load()
@@ -112,6 +117,18 @@ def plugins(conf: cfg.ConfigOpts) -> Iterator[exception.ConfigError]:
                                 opts.enabled_filters, filters.NAMESPACE)
     yield from _plugin_problems("filter_scheduler", "weight_classes",
                                 opts.weight_classes, weights.NAMESPACE)
+
+
+def monitors(conf: cfg.ConfigOpts) -> Iterator[exception.ConfigError]:
+    """``[compute_monitor] monitors`` as the agent loads them: each name an
+    installed entry point that imports, then each monitor constructed
+    (a plugin checks its own options there)."""
+    names = conf.compute_monitor.monitors
+    problems = list(_plugin_problems("compute_monitor", "monitors", names,
+                                     agent.MONITOR_NAMESPACE))
+    yield from problems
+    if not problems:
+        yield from _raising(agent.load_monitors)(conf)
 
 
 def weight_maximums(conf: cfg.ConfigOpts) -> Iterator[exception.ConfigError]:
@@ -138,6 +155,7 @@ CHECKS: tuple[Check, ...] = (
     # in-process transport.
     _raising(service.validate_transport),
     plugins,
+    monitors,
     weight_maximums,
     cluster_policy.policy_problems,
     migration_policies_file,

@@ -26,6 +26,7 @@ import jsonschema
 from oslo_config import cfg
 
 from scheduler import exception
+from scheduler import suggest
 from scheduler.conf import migration as migration_conf
 
 SET_DOWNTIME = "setDowntime"
@@ -205,13 +206,16 @@ def _checked(conf: cfg.ConfigOpts
     problems.extend(
         exception.ConfigError(
             _GROUP, "cluster_policies", f"{cluster}:{policy_id}",
-            f"unknown migration policy, expected one of {expected}")
+            f"unknown migration policy, expected one of {expected}"
+            + suggest.did_you_mean(policy_id, policies.policies))
         for cluster, policy_id in policies.cluster_policies.items()
         if policy_id not in known)
     if policies.default_policy not in known:
         problems.append(exception.ConfigError(
             _GROUP, "default_policy", policies.default_policy,
-            f"unknown migration policy, expected one of {expected}"))
+            f"unknown migration policy, expected one of {expected}"
+            + suggest.did_you_mean(policies.default_policy,
+                                   policies.policies)))
     return policies, problems
 
 

@@ -94,3 +94,34 @@ def test_every_policy_and_mapping_problem_in_one_run(load, tmp_path):
         "[migration] cluster_policies", "[migration] default_policy"]
     assert "r2:nonexist" in lines[0] and "r3:alsonot" in lines[1]
     assert "policy 'a'" in lines[4] and "policy 'b'" in lines[5]
+
+
+def test_monitor_names_are_checked_as_the_agent_loads_them(load):
+    """A compute_monitor.conf is checked too: the agent would exit 2."""
+    lines = config_check.problems(load(
+        "[compute_monitor]\nmonitors = cpu,netwrk\n"))
+    assert lines == [
+        "[compute_monitor] monitors: value 'netwrk': expected an "
+        "entry-point name of compute_monitor.monitors: cpu, disk, file, "
+        "memory, network; did you mean 'network'?"]
+
+
+def test_misspelt_names_get_the_closest_known_one(load):
+    conf = load("[filter_scheduler]\nhost_subset_sise = 2\n"
+                "enabled_filters = ComputeFilter,RamFiltr\n"
+                "[metric]\nrequired = false\n"
+                "[scheduler]\ndefault_policy = power_savings\n")
+    path = conf.config_file[0]
+    assert config_check.problems(conf) == [
+        f"[filter_scheduler] host_subset_sise: value '***': unknown option "
+        f"of [filter_scheduler] in {path}; did you mean 'host_subset_size'?",
+        f"[metric] required: value '***': unknown group [metric] in {path}; "
+        "did you mean 'metrics'?",
+        "[filter_scheduler] enabled_filters: value 'RamFiltr': expected an "
+        "entry-point name of scheduler.filters: "
+        + ", ".join(sorted(config_check.importlib.metadata.entry_points(
+            group="scheduler.filters").names))
+        + "; did you mean 'RamFilter'?",
+        "[scheduler] default_policy: value 'power_savings': unknown "
+        "policy, expected one of evenly_distributed, none, power_saving, "
+        "vm_evenly_distributed; did you mean 'power_saving'?"]
