@@ -30,7 +30,6 @@ traceback is logged once per plugin and exception type per
 flood the log.
 """
 
-import reprlib
 import threading
 import time
 from collections.abc import Callable
@@ -54,10 +53,6 @@ LOG = logging.getLogger(__name__)
 #: Seconds between two tracebacks of one plugin and exception type.
 LOG_INTERVAL = 60.0
 
-_short_repr = reprlib.Repr()
-_short_repr.maxstring = _short_repr.maxother = 120
-
-
 class PluginError(exception.SchedulerError):
     """A plugin raised on something that concerns the whole request."""
 
@@ -69,10 +64,13 @@ class PluginError(exception.SchedulerError):
 
 
 def describe(error: BaseException) -> str:
-    """``KeyError: 'cpu.percent'``, bounded."""
-    text = _short_repr.repr(str(error)) if str(error) else ""
-    return f"{type(error).__name__}: {text}" if text else type(
-        error).__name__
+    """``KeyError: 'cpu.percent'``, on one line and bounded: it goes into
+    histograms, explain output and one-line errors."""
+    text = " ".join(str(error).split())
+    if len(text) > 120:
+        text = text[:117] + "..."
+    name = type(error).__name__
+    return f"{name}: {text}" if text else name
 
 
 class _ErrorLog:
@@ -97,11 +95,12 @@ class _ErrorLog:
                 self._logged[key] = now
         if due:
             LOG.error(
-                "Plugin %s raised %s in %s; the hosts or requests concerned "
-                "fail, the service keeps scheduling (this traceback is "
-                "logged once per %g s per plugin and exception type; "
-                "scheduler_plugin_errors_total counts each one)",
-                plugin, type(error).__name__, method, self.interval,
+                "Plugin %s raised %s in %s (request %s); the hosts or "
+                "requests concerned fail, the service keeps scheduling "
+                "(this traceback is logged once per %g s per plugin and "
+                "exception type; scheduler_plugin_errors_total counts each "
+                "one)", plugin, type(error).__name__, method,
+                observability.request_id.get(), self.interval,
                 exc_info=(type(error), error, error.__traceback__))
 
     def reset(self) -> None:

@@ -50,33 +50,43 @@ def _can_build_offline() -> bool:
                  or importlib.util.find_spec("wheel") is not None))
 
 
-@pytest.fixture(scope="module")
-def plugin_env(tmp_path_factory) -> dict[str, str]:
-    """Environment variables under which the programs see the installed
-    example package."""
+def install_package(source: Path, work: Path) -> dict[str, str]:
+    """Build and install the plugin package at ``source`` into a
+    directory under ``work``; the environment variables under which the
+    programs see it. Skips (fails in CI) when it cannot be built
+    offline."""
     if not _can_build_offline():
-        message = ("building the example plugins offline needs setuptools "
+        message = ("building plugin packages offline needs setuptools "
                    ">= 70.1, or setuptools and wheel, in the test "
                    "interpreter (tox -e functional has them)")
         if in_ci():
             pytest.fail(f"CI=true: {message}", pytrace=False)
         pytest.skip(message)
-    work = tmp_path_factory.mktemp("example-plugins")
     # A copy: pip builds a local directory in place, and build/ and
     # *.egg-info must not appear in the repository.
-    source = shutil.copytree(EXAMPLE, work / "source")
+    copy = shutil.copytree(source, work / "source")
     site = work / "site"
     result = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps",
          "--no-build-isolation", "--no-index", "--disable-pip-version-check",
-         "--target", str(site), str(source)],
+         "--target", str(site), str(copy)],
         capture_output=True, text=True, timeout=_BUILD_TIMEOUT,
         stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert list(site.glob("scheduler_example_plugins-*.dist-info"))
+    assert list(site.glob("*.dist-info"))
     path = os.pathsep.join(filter(None, [str(site),
                                          os.environ.get("PYTHONPATH")]))
     return {"PYTHONPATH": path}
+
+
+@pytest.fixture(scope="module")
+def plugin_env(tmp_path_factory) -> dict[str, str]:
+    """Environment variables under which the programs see the installed
+    example package."""
+    env = install_package(EXAMPLE, tmp_path_factory.mktemp("example-plugins"))
+    site = Path(env["PYTHONPATH"].split(os.pathsep)[0])
+    assert list(site.glob("scheduler_example_plugins-*.dist-info"))
+    return env
 
 
 def _load(value: float) -> dict:
