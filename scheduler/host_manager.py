@@ -32,6 +32,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
+from scheduler import clock as clock_mod
 from scheduler import observability
 from scheduler.db import api as db_api
 from scheduler.db import models
@@ -445,6 +446,10 @@ def _decode_metrics(text: str, problems: list[str]
             problems.append(f"metric entry #{index} {_short(entry)} is not "
                             "an object")
             continue
+        if "instance" in entry:
+            # One instance's measurement (instance.*), not the host's:
+            # host filters and weighers never see it.
+            continue
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             problems.append(f"metric entry #{index} has no name")
@@ -622,7 +627,7 @@ class HostManager:
     """
 
     def __init__(self, conf: cfg.ConfigOpts,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = clock_mod.monotonic):
         self.conf = conf
         self._clock = clock
         self._lock = threading.Lock()

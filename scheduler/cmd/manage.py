@@ -22,6 +22,7 @@ from scheduler import host_manager as hm
 from scheduler.balancer.planner import BalancePlanner
 from scheduler.cmd import common
 from scheduler.cmd import output
+from scheduler.cmd import simulate as simulate_cmd
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.db import locks
@@ -254,6 +255,8 @@ def _add_command_parsers(subparsers) -> None:
         "policies file; list every problem, one per line (exit 2), or "
         "print 'configuration OK'. Connects to nothing.",
     ).set_defaults(func=config_check)
+
+    simulate_cmd.add_parser(subparsers)
 
     subparsers.add_parser(
         "demo", help="Run the monitor, the scheduler service and a client "

@@ -19,6 +19,8 @@ from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm import Mapped
 from sqlalchemy.orm import mapped_column
 
+from scheduler import clock
+
 PreciseDateTime = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql",
                                           "mariadb")
 # MariaDB's TEXT holds 64 KiB; a node's metrics list may grow past it.
@@ -26,8 +28,9 @@ LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
 
 def utcnow() -> datetime.datetime:
-    """Naive UTC now, the form every timestamp column stores."""
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    """Naive UTC now, the form every timestamp column stores (the
+    simulated time while ``scheduler.clock`` has one)."""
+    return clock.utcnow()
 
 
 class Base(DeclarativeBase):

@@ -1,0 +1,71 @@
+"""The time the engine reads.
+
+Every part of the decision path (metric ages, pending claims, claim and
+change stamps, cache refresh intervals, balancer windows) asks this module
+for the time, through ``db.models.utcnow`` and ``HostManager``'s default
+clock. A service reads the wall clock; ``scheduler-manage simulate`` runs
+the same engine on simulated time by installing a ``SimulatedClock`` with
+``simulated()``, so that staleness, pending claims and herding behave as
+they would over days of real time.
+"""
+
+import contextlib
+import datetime
+import time
+from collections.abc import Iterator
+
+
+class SimulatedClock:
+    """Time that moves only when told to: ``advance_to(seconds)``.
+
+    ``seconds`` counts from ``start`` (naive UTC), and is also what
+    ``monotonic()`` returns while the clock is installed.
+    """
+
+    def __init__(self, start: datetime.datetime):
+        self.start = start
+        self.seconds = 0.0
+
+    def advance_to(self, seconds: float) -> None:
+        if seconds < self.seconds:
+            raise ValueError(f"simulated time cannot go back from "
+                             f"{self.seconds} s to {seconds} s")
+        self.seconds = seconds
+
+    def utcnow(self) -> datetime.datetime:
+        return self.start + datetime.timedelta(seconds=self.seconds)
+
+
+_simulated: SimulatedClock | None = None
+
+
+def utcnow() -> datetime.datetime:
+    """Naive UTC now: the simulated time while one is installed."""
+    if _simulated is not None:
+        return _simulated.utcnow()
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+def monotonic() -> float:
+    """Seconds for measuring intervals: ``time.monotonic()``, or the
+    simulated clock's seconds while one is installed."""
+    if _simulated is not None:
+        return _simulated.seconds
+    return time.monotonic()
+
+
+@contextlib.contextmanager
+def simulated(clock: SimulatedClock) -> Iterator[SimulatedClock]:
+    """Install ``clock`` for the whole process until the block ends.
+
+    Process-wide on purpose: the engine's threads (the host cache, the
+    claim store, the balancer) must all agree on the time.
+    """
+    global _simulated
+    if _simulated is not None:
+        raise RuntimeError("a simulated clock is already installed")
+    _simulated = clock
+    try:
+        yield clock
+    finally:
+        _simulated = None

@@ -1,0 +1,205 @@
+"""``scheduler-manage simulate``: replay a workload against the real
+engine and report how well it placed (scheduler.simulation)."""
+
+import json
+import os
+import sys
+import tempfile
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from scheduler import conf as scheduler_conf
+from scheduler import exception
+from scheduler.cmd import common
+from scheduler.cmd import output
+from scheduler.conf import policies as policy_conf
+from scheduler.db import api as db_api
+from scheduler.simulation import fleet
+from scheduler.simulation import runner
+from scheduler.simulation import trace
+
+PROG = "scheduler-manage"
+#: Malformed trace lines shown one by one; the rest are only counted.
+SHOWN_SKIPPED = 20
+#: Figures of the table, in order.
+TABLE_ROWS = ("vms", "placed", "rejected", "hosts_used_peak",
+              "hot_host_minutes", "cpu_stddev_mean", "herd_max",
+              "migrations", "sim_seconds", "wall_seconds")
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "simulate", help="Replay a VM trace against the real scheduler "
+        "on simulated nodes and report placement quality.")
+    workload = parser.add_mutually_exclusive_group(required=True)
+    workload.add_argument("--trace", metavar="FILE",
+                          help="Azure Public Dataset vmtable CSV")
+    workload.add_argument("--synthetic", type=int, metavar="N",
+                          help="N VMs drawn like that dataset")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hosts", type=int, default=100)
+    parser.add_argument("--host-vcpus", type=int, default=32)
+    parser.add_argument("--host-memory-mb", type=int, default=131072)
+    parser.add_argument("--duration", type=float, metavar="SECONDS",
+                        help="simulated seconds (default: the trace's "
+                        "span; one day with --synthetic)")
+    parser.add_argument("--report-interval", type=float, default=60.0,
+                        metavar="SECONDS")
+    parser.add_argument("--compare", action="append", default=[],
+                        metavar="CONFIG", help="another configuration "
+                        "file run on the same workload; repeatable")
+    parser.add_argument("--format", choices=("table", "json"),
+                        default="table")
+    parser.add_argument("--plot", metavar="FILE.png")
+    parser.set_defaults(func=simulate)
+
+
+def _fail(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return common.CONFIG_ERROR_EXIT
+
+
+def _compare_conf(path: str) -> cfg.ConfigOpts:
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    conf(["--config-file", path], project="scheduler", prog=PROG,
+         default_config_files=[])
+    policy_conf.register_policy_groups(conf)
+    return conf
+
+
+def _check(conf: cfg.ConfigOpts, name: str) -> str | None:
+    # Here: config check imports oslo.messaging and the service.
+    from scheduler.cmd import config_check
+
+    problems = config_check.problems(conf)
+    if problems:
+        return (f"configuration {name} does not pass config check "
+                f"({len(problems)} problem(s)): {problems[0]}")
+    return None
+
+
+def _workload(args) -> trace.Workload:
+    if args.synthetic is not None:
+        if args.synthetic < 1:
+            raise trace.TraceError(f"--synthetic {args.synthetic}: expected "
+                                   "at least 1 VM")
+        return trace.synthetic(args.synthetic, args.seed,
+                               args.duration or trace.DAY)
+    workload = trace.read_vmtable(args.trace)
+    for number, reason in workload.skipped[:SHOWN_SKIPPED]:
+        print(f"{PROG}: {args.trace}:{number}: skipped: {reason}",
+              file=sys.stderr)
+    return workload
+
+
+def _use_database(conf: cfg.ConfigOpts, scratch: str, index: int) -> None:
+    """A scratch SQLite file unless the configuration names a database,
+    which must then hold no compute node but simulated ones."""
+    location = conf.get_location("connection", "database")
+    if location is None or location.location == cfg.Locations.opt_default:
+        conf.set_override("connection",
+                          f"sqlite:///{scratch}/run{index}.sqlite",
+                          group="database")
+        return
+    fleet.clear(db_api.get_engine(conf))
+
+
+class _Progress:
+    """A progress bar over simulated time on stderr (after 2 s)."""
+
+    def __init__(self, total: float, label: str):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=round(total), desc=label, unit="sim-s",
+                        file=sys.stderr, delay=2.0, mininterval=0.5,
+                        leave=False, dynamic_ncols=True)
+        self.shown = 0.0
+
+    def __call__(self, seconds: float) -> None:
+        if seconds - self.shown >= 60.0:
+            self.bar.update(round(seconds) - round(self.shown))
+            self.shown = seconds
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def simulate(conf: cfg.ConfigOpts) -> int:
+    args = conf.category
+    if args.hosts < 1:
+        return _fail(f"--hosts {args.hosts}: the fleet needs at least one "
+                     "host")
+    if min(args.host_vcpus, args.host_memory_mb) < 1:
+        return _fail("--host-vcpus and --host-memory-mb must be positive")
+    if args.report_interval <= 0 or (args.duration is not None
+                                     and args.duration <= 0):
+        return _fail("--report-interval and --duration must be positive")
+    configs = [(", ".join(os.path.basename(p) for p in conf.config_file)
+                or "default", conf)]
+    try:
+        configs += [(os.path.basename(path), _compare_conf(path))
+                    for path in args.compare]
+    except (cfg.Error, OSError, ValueError) as e:
+        return _fail(f"--compare: {str(e).splitlines()[0]}")
+    for name, run_conf in configs:
+        problem = _check(run_conf, name)
+        if problem:
+            return _fail(problem)
+    try:
+        workload = _workload(args)
+    except trace.TraceError as e:
+        return _fail(str(e))
+    if not conf.debug:
+        # One INFO line per decision would drown the report.
+        logging.getLogger("scheduler").logger.setLevel(logging.WARNING)
+    settings = runner.Settings(
+        fleet=fleet.FleetSpec(args.hosts, args.host_vcpus,
+                              args.host_memory_mb),
+        seed=args.seed, report_interval=args.report_interval,
+        duration=args.duration)
+    runs, histories = [], []
+    scratch_root = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="simulate-",
+                                     dir=scratch_root) as scratch:
+        for index, (name, run_conf) in enumerate(configs):
+            try:
+                _use_database(run_conf, scratch, index)
+            except exception.InvalidRequest as e:
+                return _fail(f"configuration {name}: {e}")
+            simulation = runner.Simulation(run_conf, workload, settings)
+            progress = _Progress(settings.duration or workload.span, name)
+            simulation.progress = progress
+            try:
+                result = simulation.run()
+            finally:
+                progress.close()
+            runs.append({"config": name, **result})
+            histories.append(simulation.figures.cpu_history)
+            db_api.dispose_engines()
+    if workload.skipped:
+        print(f"{PROG}: {len(workload.skipped)} malformed trace line(s) "
+              "skipped", file=sys.stderr)
+    report = {"runs": runs, "hosts": args.hosts,
+              "report_interval": args.report_interval, "seed": args.seed,
+              "skipped_lines": len(workload.skipped)}
+    if args.plot:
+        from scheduler.simulation import plot
+
+        plot.write(args.plot, runs, histories, args.report_interval)
+    if args.format == "json":
+        print(json.dumps(report, indent=2))
+    else:
+        print(table(runs))
+        if args.plot:
+            print(f"plot written to {args.plot}")
+    return 0
+
+
+def table(runs: list[dict]) -> str:
+    """The figures, one column per configuration."""
+    return output.table(
+        ["figure"] + [run["config"] for run in runs],
+        [[key] + [f"{run[key]:g}" if isinstance(run[key], float)
+                  else run[key] for run in runs] for key in TABLE_ROWS])

@@ -1,0 +1,145 @@
+"""Simulated compute nodes in the ``compute_nodes`` table.
+
+Each node reports as a compute monitor would: every report interval (each
+node at its own phase of it, as agents started at different times do) it
+writes its metrics list, its heartbeat and a generation bump into its
+row. The metrics come from the instances it hosts: ``cpu.percent`` is
+their demand (vCPUs x utilisation) over the node's cores, capped at 100;
+``memory.*`` counts each instance's whole memory as used; each instance
+also gets an ``instance.cpu.percent`` entry (percent of its own vCPUs).
+"""
+
+import dataclasses
+import json
+import uuid
+
+import numpy as np
+import sqlalchemy as sa
+
+from scheduler import clock
+from scheduler import exception
+from scheduler.db import models
+
+MIB = 2 ** 20
+#: Memory the hypervisor keeps for itself, in MiB.
+HOST_RESERVED_MB = 4096
+NAME_PREFIX = "sim-"
+
+_NODES = models.ComputeNode.__table__
+_REPORT = (_NODES.update()
+           .where(_NODES.c.id == sa.bindparam("node_id"))
+           .values(metrics=sa.bindparam("metrics"),
+                   metrics_updated_at=sa.bindparam("now"),
+                   updated_at=sa.bindparam("now"),
+                   changed_at=sa.bindparam("now"),
+                   memory_mb_used=sa.bindparam("memory_mb_used"),
+                   generation=_NODES.c.generation + 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class FleetSpec:
+    hosts: int
+    vcpus: int
+    memory_mb: int
+    disk_gb: int = 100000
+
+
+def host_name(index: int) -> str:
+    return f"{NAME_PREFIX}{index:05d}"
+
+
+def instance_uuid(vm: int) -> str:
+    """The instance uuid of the workload's VM number ``vm``: stable, so
+    that runs on one workload name their instances alike."""
+    return str(uuid.UUID(int=vm + 1))
+
+
+class SimulatedFleet:
+    """The nodes' rows: created by ``create()``, reported by
+    ``report()``."""
+
+    def __init__(self, engine: sa.Engine, spec: FleetSpec):
+        self.engine = engine
+        self.spec = spec
+        #: Database id of node ``i``, and the reverse.
+        self.node_ids: list[int] = []
+        self.index_of: dict[int, int] = {}
+
+    def create(self) -> None:
+        """Insert the nodes, idle, as reported now."""
+        now = clock.utcnow()
+        spec = self.spec
+        rows = [{
+            "uuid": str(uuid.UUID(int=(1 << 64) + i)), "host": host_name(i),
+            "hypervisor_hostname": host_name(i), "cluster": None,
+            "availability_zone": "nova", "vcpus": spec.vcpus,
+            "memory_mb": spec.memory_mb, "local_gb": spec.disk_gb,
+            "memory_mb_used": HOST_RESERVED_MB, "local_gb_used": 0,
+            "cpu_info": json.dumps({"arch": "x86_64"}), "networks": "[]",
+            "metrics": self._metrics(now, 0.0, HOST_RESERVED_MB, ()),
+            "metrics_updated_at": now, "updated_at": now, "changed_at": now,
+            "created_at": now, "disabled": False, "generation": 0,
+        } for i in range(spec.hosts)]
+        with self.engine.begin() as connection:
+            connection.execute(_NODES.insert(), rows)
+            found = dict(connection.execute(sa.select(
+                _NODES.c.host, _NODES.c.id).where(
+                    _NODES.c.host.like(NAME_PREFIX + "%"))).all())
+        self.node_ids = [found[host_name(i)] for i in range(spec.hosts)]
+        self.index_of = {node: i for i, node in enumerate(self.node_ids)}
+
+    def report(self, hosts: np.ndarray, cpu_percent: np.ndarray,
+               memory_mb_used: np.ndarray,
+               instances: list[list[tuple[str, float]]]) -> None:
+        """Write the reports of ``hosts`` (node indexes) in one
+        transaction: their cpu.percent, memory in use (MiB) and, per
+        host, (instance uuid, instance cpu percent) pairs."""
+        now = clock.utcnow()
+        rows = [{"node_id": self.node_ids[host],
+                 "metrics": self._metrics(now, float(cpu),
+                                          int(memory), vms),
+                 "now": now, "memory_mb_used": int(memory)}
+                for host, cpu, memory, vms in zip(
+                    hosts.tolist(), cpu_percent.tolist(),
+                    memory_mb_used.tolist(), instances, strict=True)]
+        with self.engine.begin() as connection:
+            connection.execute(_REPORT, rows)
+
+    def _metrics(self, now, cpu: float, memory_mb_used: int,
+                 instances) -> str:
+        # Built as text: this runs for every node at every report, and
+        # json.dumps of the dicts costs several times more.
+        stamp = now.isoformat() + "Z"
+        total = self.spec.memory_mb * MIB
+        used = min(memory_mb_used * MIB, total)
+        free = total - used
+        host = (("cpu.percent", cpu), ("memory.total", total),
+                ("memory.used", used), ("memory.free", free),
+                ("memory.available", free),
+                ("memory.percent", 100.0 * used / total))
+        entries = [f'{{"name": "{name}", "value": {value!r}, '
+                   f'"source": "simulator", "timestamp": "{stamp}"}}'
+                   for name, value in host]
+        entries.extend(
+            f'{{"name": "instance.cpu.percent", "value": {value:.2f}, '
+            f'"instance": "{instance}", "timestamp": "{stamp}"}}'
+            for instance, value in instances)
+        return "[" + ", ".join(entries) + "]"
+
+
+def clear(engine: sa.Engine) -> None:
+    """Empty a database of an earlier simulation; raises
+    ``exception.InvalidRequest`` when it holds real compute nodes."""
+    tables = models.Base.metadata.tables
+    with engine.begin() as connection:
+        if not sa.inspect(connection).has_table("compute_nodes"):
+            return
+        real = connection.execute(sa.select(sa.func.count()).where(
+            ~_NODES.c.host.like(NAME_PREFIX + "%"))).scalar()
+        if real:
+            raise exception.InvalidRequest(
+                f"the database holds {real} compute node(s) that the "
+                "simulator did not create; simulate on an empty database")
+        for name in ("migrations", "utilization_samples", "allocations",
+                     "compute_nodes"):
+            connection.execute(tables[name].delete())

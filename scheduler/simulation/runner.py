@@ -1,0 +1,255 @@
+"""The simulation loop: a workload replayed against the real engine.
+
+Events happen in simulated time, in this order when they coincide:
+
+1. a new 5-minute utilisation slot starts (``cpu_model``),
+2. instances end: ``SchedulerManager.release``,
+3. nodes report (``fleet``), each at its own phase of the report interval,
+4. the figures are sampled, once per report interval,
+5. the balancer ticks every ``[balancer] interval`` (when the policy has
+   one): ``SchedulerManager.balance``, whose planned migrations are then
+   carried out at once (``MigrationStore.finish``),
+6. instances arrive: ``SchedulerManager.select_destinations``.
+
+Everything the scheduler decides goes through the manager the service
+runs, against the configured database, on ``scheduler.clock``'s simulated
+time; the simulator only plays the nodes and the clients.
+"""
+
+import dataclasses
+import datetime
+import heapq
+import time
+import uuid
+from collections.abc import Callable
+
+import numpy as np
+from oslo_config import cfg
+
+from scheduler import clock
+from scheduler import exception
+from scheduler.balancer import migrations as migrations_mod
+from scheduler.db import api as db_api
+from scheduler.db import migration as schema
+from scheduler.manager import SchedulerManager
+from scheduler.simulation import cpu_model
+from scheduler.simulation import fleet as fleet_mod
+from scheduler.simulation import trace
+from scheduler.simulation.figures import Figures
+
+#: Simulated time starts here, a Monday at midnight UTC.
+START = datetime.datetime(2026, 1, 5)
+#: At most this many report phases per interval: nodes of one phase
+#: report in one transaction.
+MAX_PHASES = 12
+DEFAULT_HOT = 80.0
+
+# Event kinds, in the order they run at equal times.
+_SLOT, _END, _REPORT, _SAMPLE, _BALANCE, _ARRIVAL = range(6)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    fleet: fleet_mod.FleetSpec
+    seed: int = 0
+    report_interval: float = 60.0
+    #: Simulated seconds; None: the workload's span.
+    duration: float | None = None
+
+
+class Simulation:
+    """One run of ``workload`` under ``conf`` (whose ``[database]
+    connection`` must name an empty or simulator-only database)."""
+
+    def __init__(self, conf: cfg.ConfigOpts, workload: trace.Workload,
+                 settings: Settings,
+                 progress: Callable[[float], None] | None = None):
+        self.conf = conf
+        self.workload = workload
+        self.settings = settings
+        self.progress = progress
+        self.hosts = settings.fleet.hosts
+        self.vcpus = settings.fleet.vcpus
+        vms = len(workload)
+        self.uuids = [fleet_mod.instance_uuid(vm) for vm in range(vms)]
+        self.host_of = np.full(vms, -1, dtype=np.int64)
+        self.on_host: list[set[int]] = [set() for _ in range(self.hosts)]
+        self.busy_vcpus = np.zeros(self.hosts)
+        self.memory_mb_used = np.full(self.hosts,
+                                      fleet_mod.HOST_RESERVED_MB, np.int64)
+        self.cpu = cpu_model.CpuModel(workload, settings.seed)
+        self.utilisation = np.zeros(vms)
+        self._events: list[tuple] = []
+        self._sequence = 0
+
+    def run(self) -> dict:
+        """Replay the workload; the figures as a dict (``Figures``) plus
+        ``sim_seconds`` and ``wall_seconds``."""
+        began = time.perf_counter()
+        duration = self.settings.duration
+        if duration is None:
+            duration = self.workload.span
+        engine = db_api.get_engine(self.conf)
+        schema.db_sync(engine)
+        with clock.simulated(clock.SimulatedClock(START)) as sim_clock:
+            self.fleet = fleet_mod.SimulatedFleet(engine,
+                                                  self.settings.fleet)
+            self.fleet.create()
+            self.manager = SchedulerManager(self.conf)
+            self.node_index = {
+                state.uuid: self.fleet.index_of[state.node_id]
+                for state in self.manager.host_manager.host_states()}
+            self.figures = Figures(
+                hosts=self.hosts, hot_threshold=self._hot_threshold(),
+                sample_minutes=self.settings.report_interval / 60.0)
+            self._schedule_ticks()
+            self._loop(sim_clock, duration)
+            self.manager.deferred_releases.wait_until_done(5.0)
+        result = self.figures.as_dict()
+        result["sim_seconds"] = duration
+        result["wall_seconds"] = round(time.perf_counter() - began, 3)
+        return result
+
+    def _hot_threshold(self) -> float:
+        policy = self.manager.policies.for_cluster(None)
+        if policy is None:
+            return DEFAULT_HOT
+        return float(policy.balancer_parameters.get("HighUtilization",
+                                                    DEFAULT_HOT))
+
+    # Events
+
+    def _push(self, at: float, kind: int, payload: int = 0) -> None:
+        self._sequence += 1
+        heapq.heappush(self._events, (at, kind, self._sequence, payload))
+
+    def _schedule_ticks(self) -> None:
+        interval = self.settings.report_interval
+        self.phases = min(MAX_PHASES, self.hosts)
+        self.phase_hosts = [np.arange(p, self.hosts, self.phases)
+                            for p in range(self.phases)]
+        for phase in range(self.phases):
+            self._push(interval * (phase + 1) / self.phases, _REPORT, phase)
+        self._push(interval, _SAMPLE)
+        self._push(0.0, _SLOT)
+        self.balance_interval = self._balance_interval()
+        if self.balance_interval:
+            self._push(self.balance_interval, _BALANCE)
+
+    def _balance_interval(self) -> float:
+        # The simulated nodes belong to no cluster: the default policy's.
+        policy = self.manager.policies.for_cluster(None)
+        if policy is None or policy.balancer is None:
+            return 0.0
+        return float(self.conf.balancer.interval)
+
+    def _loop(self, sim_clock: clock.SimulatedClock,
+              duration: float) -> None:
+        created = self.workload.created
+        arrivals = int(np.searchsorted(created, duration, side="left"))
+        self.figures.vms = arrivals
+        handlers = {_SLOT: self._new_slot, _END: self._end,
+                    _REPORT: self._report, _SAMPLE: self._sample,
+                    _BALANCE: self._balance}
+        following = 0
+        while True:
+            next_arrival = (created[following] if following < arrivals
+                            else np.inf)
+            if self._events and self._events[0][0] <= next_arrival:
+                at, kind, _, payload = heapq.heappop(self._events)
+                if at > duration:
+                    break
+                sim_clock.advance_to(at)
+                handlers[kind](at, payload)
+            elif following < arrivals:
+                sim_clock.advance_to(float(next_arrival))
+                self._arrive(following)
+                following += 1
+            else:
+                break
+            if self.progress is not None:
+                self.progress(sim_clock.seconds)
+        sim_clock.advance_to(max(sim_clock.seconds, duration))
+
+    def _new_slot(self, at: float, _payload: int) -> None:
+        slot = cpu_model.CpuModel.slot(at)
+        self.utilisation = self.cpu.utilisation(slot)
+        placed = self.host_of >= 0
+        # As floats even when nothing is placed (bincount then gives ints).
+        self.busy_vcpus = np.bincount(
+            self.host_of[placed], minlength=self.hosts,
+            weights=(self.workload.cores * self.utilisation / 100.0)[placed]
+        ).astype(float)
+        self._push((slot + 1) * cpu_model.SLOT, _SLOT)
+
+    def _demand(self, vm: int) -> float:
+        return float(self.workload.cores[vm] * self.utilisation[vm] / 100.0)
+
+    def _arrive(self, vm: int) -> None:
+        work = self.workload
+        cores, memory_mb = int(work.cores[vm]), int(work.memory_mb[vm])
+        spec = {"flavor": {"name": f"sim.{cores}c.{memory_mb}m",
+                           "vcpus": cores, "memory_mb": memory_mb,
+                           "root_gb": 0}}
+        try:
+            selection = self.manager.select_destinations(
+                spec, [self.uuids[vm]])
+        except exception.NoValidHost:
+            self.figures.rejected += 1
+            return
+        host = self.node_index[selection[0][0]["uuid"]]
+        self._place(vm, host)
+        self.figures.placement(host)
+        if work.deleted[vm] < np.inf:
+            self._push(float(work.deleted[vm]), _END, vm)
+
+    def _place(self, vm: int, host: int) -> None:
+        self.host_of[vm] = host
+        self.on_host[host].add(vm)
+        self.busy_vcpus[host] += self._demand(vm)
+        self.memory_mb_used[host] += self.workload.memory_mb[vm]
+
+    def _remove(self, vm: int) -> int:
+        host = int(self.host_of[vm])
+        self.host_of[vm] = -1
+        self.on_host[host].discard(vm)
+        self.busy_vcpus[host] = max(self.busy_vcpus[host]
+                                    - self._demand(vm), 0.0)
+        self.memory_mb_used[host] -= self.workload.memory_mb[vm]
+        return host
+
+    def _end(self, _at: float, vm: int) -> None:
+        if self.host_of[vm] < 0:
+            return
+        self.manager.release(self.uuids[vm])
+        self._remove(vm)
+
+    def _cpu_percent(self, hosts: np.ndarray | slice) -> np.ndarray:
+        return np.minimum(100.0 * self.busy_vcpus[hosts] / self.vcpus,
+                          100.0)
+
+    def _report(self, at: float, phase: int) -> None:
+        hosts = self.phase_hosts[phase]
+        uuids, utilisation = self.uuids, self.utilisation
+        self.fleet.report(
+            hosts, self._cpu_percent(hosts), self.memory_mb_used[hosts],
+            [[(uuids[vm], utilisation[vm]) for vm in self.on_host[host]]
+             for host in hosts.tolist()])
+        self.figures.reported(hosts)
+        self._push(at + self.settings.report_interval, _REPORT, phase)
+
+    def _sample(self, at: float, _payload: int) -> None:
+        used = sum(1 for vms in self.on_host if vms)
+        self.figures.sample(self._cpu_percent(slice(None)), used)
+        self._push(at + self.settings.report_interval, _SAMPLE)
+
+    def _balance(self, at: float, _payload: int) -> None:
+        store = migrations_mod.MigrationStore(self.conf)
+        for planned in self.manager.balance():
+            if not store.finish(planned["uuid"], migrations_mod.COMPLETED):
+                continue
+            vm = uuid.UUID(planned["instance_uuid"]).int - 1
+            self._remove(vm)
+            self._place(vm, self.fleet.index_of[planned["dest_node_id"]])
+            self.figures.migrations += 1
+        self._push(at + self.balance_interval, _BALANCE)
