@@ -13,6 +13,7 @@ import datetime
 import random
 from collections.abc import Sequence
 
+import pytest
 from oslo_config import cfg
 
 import scheduler.conf
@@ -186,3 +187,18 @@ def names(hosts: Sequence[HostState], kept: Sequence[bool]) -> set[str]:
     """``host/node`` of the hosts ``kept`` marks."""
     return {f"{host.host}/{host.nodename}"
             for host, keep in zip(hosts, kept, strict=True) if keep}
+
+
+def assert_ends(ranking: list[tuple[str, float]], expected: dict) -> None:
+    """Check the best (``top``) and worst (``bottom``) of ``weighed()``:
+    (host name or None for any, weight), as Nova's weigher tests do;
+    ``candidates``: how many hosts were weighed (not removed)."""
+    if "candidates" in expected:
+        assert len(ranking) == expected["candidates"], ranking
+    for end, index in (("top", 0), ("bottom", -1)):
+        if end not in expected:
+            continue
+        host, weight = expected[end]
+        assert ranking[index][1] == pytest.approx(weight), (end, ranking)
+        if host is not None:
+            assert ranking[index][0] == host, (end, ranking)
