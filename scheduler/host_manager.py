@@ -548,8 +548,9 @@ def _build(row: _NodeRow, allocations: Sequence[_AllocationRow],
         vcpus += allocation.vcpus
         memory_mb += allocation.memory_mb
         disk_gb += allocation.disk_gb
-        # A node that never reported has no claim in its metrics yet.
-        if reported is None or allocation.created_at > reported:
+        # A node that never reported has no claim in its metrics yet,
+        # nor has a report stamped the very instant the claim was made.
+        if reported is None or allocation.created_at >= reported:
             claims_pending += 1
             vcpus_pending += allocation.vcpus
             memory_mb_pending += allocation.memory_mb

@@ -60,7 +60,8 @@ def _fail(message: str) -> int:
     return common.CONFIG_ERROR_EXIT
 
 
-def _compare_conf(path: str) -> cfg.ConfigOpts:
+def load_config(path: str) -> cfg.ConfigOpts:
+    """A configuration of its own for ``path`` (``--compare``)."""
     conf = cfg.ConfigOpts()
     scheduler_conf.register_opts(conf)
     conf(["--config-file", path], project="scheduler", prog=PROG,
@@ -139,7 +140,7 @@ def simulate(conf: cfg.ConfigOpts) -> int:
     configs = [(", ".join(os.path.basename(p) for p in conf.config_file)
                 or "default", conf)]
     try:
-        configs += [(os.path.basename(path), _compare_conf(path))
+        configs += [(os.path.basename(path), load_config(path))
                     for path in args.compare]
     except (cfg.Error, OSError, ValueError) as e:
         return _fail(f"--compare: {str(e).splitlines()[0]}")
@@ -159,25 +160,10 @@ def simulate(conf: cfg.ConfigOpts) -> int:
                               args.host_memory_mb),
         seed=args.seed, report_interval=args.report_interval,
         duration=args.duration)
-    runs, histories = [], []
-    scratch_root = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    with tempfile.TemporaryDirectory(prefix="simulate-",
-                                     dir=scratch_root) as scratch:
-        for index, (name, run_conf) in enumerate(configs):
-            try:
-                _use_database(run_conf, scratch, index)
-            except exception.InvalidRequest as e:
-                return _fail(f"configuration {name}: {e}")
-            simulation = runner.Simulation(run_conf, workload, settings)
-            progress = _Progress(settings.duration or workload.span, name)
-            simulation.progress = progress
-            try:
-                result = simulation.run()
-            finally:
-                progress.close()
-            runs.append({"config": name, **result})
-            histories.append(simulation.figures.cpu_history)
-            db_api.dispose_engines()
+    try:
+        runs, histories = run_all(configs, workload, settings)
+    except exception.InvalidRequest as e:
+        return _fail(str(e))
     if workload.skipped:
         print(f"{PROG}: {len(workload.skipped)} malformed trace line(s) "
               "skipped", file=sys.stderr)
@@ -195,6 +181,39 @@ def simulate(conf: cfg.ConfigOpts) -> int:
         if args.plot:
             print(f"plot written to {args.plot}")
     return 0
+
+
+def run_all(configs: list[tuple[str, cfg.ConfigOpts]],
+            workload: trace.Workload, settings: runner.Settings,
+            progress: bool = True
+            ) -> tuple[list[dict], list[list]]:
+    """Run ``workload`` under each (name, configuration), one after the
+    other, each on a scratch database unless it names one; their JSON
+    figures and cpu.percent samples. Raises InvalidRequest naming the
+    configuration whose database holds real compute nodes."""
+    runs, histories = [], []
+    scratch_root = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="simulate-",
+                                     dir=scratch_root) as scratch:
+        for index, (name, run_conf) in enumerate(configs):
+            try:
+                _use_database(run_conf, scratch, index)
+            except exception.InvalidRequest as e:
+                raise exception.InvalidRequest(
+                    f"configuration {name}: {e}") from None
+            simulation = runner.Simulation(run_conf, workload, settings)
+            bar = (_Progress(settings.duration or workload.span, name)
+                   if progress else None)
+            simulation.progress = bar
+            try:
+                result = simulation.run()
+            finally:
+                if bar is not None:
+                    bar.close()
+            runs.append({"config": name, **result})
+            histories.append(simulation.figures.cpu_history)
+            db_api.dispose_engines()
+    return runs, histories
 
 
 def table(runs: list[dict]) -> str:

@@ -101,3 +101,17 @@ def test_balancer_moves_are_carried_out_and_counted(unit_ratio_config):
     result = _run(unit_ratio_config, work, duration=900.0)
     assert result["migrations"] >= 1
     assert result["hot_host_minutes"] < 15
+
+
+def test_pending_claims_keep_a_burst_from_herding(unit_ratio_config):
+    # Identical idle nodes weighed by cpu.percent alone: each request of
+    # a burst before any report sees the earlier ones as pending load,
+    # the first of them included (claimed the instant the nodes
+    # reported).
+    unit_ratio_config.set_override("weight_classes", ["MetricsWeigher"],
+                                   group="filter_scheduler")
+    unit_ratio_config.set_override("weight_setting", "cpu.percent=-1.0",
+                                   group="metrics")
+    work = _steady(*((second, 900, 1, 512, 50.0) for second in range(5)))
+    result = _run(unit_ratio_config, work, hosts=5, duration=60.0)
+    assert result["herd_max"] == 1 and result["hosts_used_peak"] == 5
