@@ -60,6 +60,14 @@ def _one_line(result) -> str:
     ({"migration": {"bandwidth": "0"}},
      "[migration] bandwidth: '0' is not auto, hypervisor_default or a "
      "whole number of Mbps greater than 0"),
+    # Non-finite numbers (issue 18 item 9): a NaN ratio would remove every
+    # host, an infinite one send everything to one host.
+    ({"metrics": {"weight_setting": "memory.free=1, cpu.percent=nan"}},
+     "invalid value 'memory.free=1, cpu.percent=nan' for [metrics] "
+     "weight_setting: ratio 'nan' of cpu.percent is not a finite number"),
+    ({"filter_scheduler": {"ram_allocation_ratio": "1e999"}},
+     "invalid value '1e999' for [filter_scheduler] ram_allocation_ratio: "
+     "expected a finite number"),
 ])
 def test_bad_policy_config_exits_2_with_one_line(
         write_config, run_console_script, sections, expected):
