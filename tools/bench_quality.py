@@ -49,7 +49,7 @@ def _configs(names, directory):
     for name in names:
         path = os.path.join(directory, f"{name}.conf")
         with open(path, "w") as stream:
-            stream.write(CONFIGS[name] if name in CONFIGS else HERD_CONFIG)
+            stream.write(CONFIGS.get(name, HERD_CONFIG))
         configs.append((name, simulate.load_config(path)))
     return configs
 
