@@ -1,0 +1,116 @@
+"""``scheduler-manage simulate`` end to end, as operators run it: a
+comparison of two configurations on a small workload, the JSON of the
+report and its plot; bad input stops it with status 2 and one line."""
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler.db import migration
+from scheduler.db import models
+
+#: The fields every run of the JSON report carries.
+RUN_FIELDS = {"config", "vms", "placed", "rejected", "hosts_used_peak",
+              "hot_host_minutes", "cpu_stddev_mean", "herd_max",
+              "migrations", "sim_seconds", "wall_seconds"}
+SMALL_RUN = ("--hosts", "8", "--duration", "3600")
+
+
+@pytest.fixture
+def two_configs(write_config):
+    nova = write_config({"filter_scheduler": {
+        "weight_classes": "RAMWeigher"}}, name="nova.conf")
+    balanced = write_config({"scheduler": {
+        "default_policy": "evenly_distributed"}}, name="balanced.conf")
+    return nova, balanced
+
+
+def test_comparison_report_and_plot(run_console_script, two_configs,
+                                    tmp_path):
+    nova, balanced = two_configs
+    plot = tmp_path / "out.png"
+    result = run_console_script(
+        "scheduler-manage", "simulate", "--synthetic", "150", "--seed", "3",
+        *SMALL_RUN, "--compare", str(balanced), "--format", "json",
+        "--plot", str(plot), config_file=nova, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    first, second = report["runs"]
+    assert set(first) >= RUN_FIELDS and set(second) >= RUN_FIELDS
+    assert (first["config"], second["config"]) == ("nova.conf",
+                                                   "balanced.conf")
+    # One workload: the same VMs arrive under both configurations.
+    assert first["vms"] == second["vms"] > 0
+    for run in (first, second):
+        assert run["placed"] + run["rejected"] == run["vms"]
+        assert 0 < run["hosts_used_peak"] <= 8
+        assert run["herd_max"] >= 1
+        assert run["sim_seconds"] == 3600
+    assert first["migrations"] == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_table_and_trace_file(run_console_script, write_config, tmp_path):
+    path = tmp_path / "vmtable.csv"
+    path.write_text(
+        "vm1,s,d,0,1800,90,40,80,Interactive,2,4\n"
+        "vm2,s,d,60,900,30,10,20,Delay-insensitive,>24,>64\n"
+        "vm3,s,d,120,60,30,10,20,Delay-insensitive,2,4\n"
+        "vm4,s,d,oops,900,30,10,20,Delay-insensitive,2,4\n")
+    result = run_console_script(
+        "scheduler-manage", "simulate", "--trace", str(path), "--hosts",
+        "2", "--duration", "600", config_file=write_config({}),
+        timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["figure", "scheduler.conf"]
+    assert dict(line.split() for line in lines[2:])["placed"] == "2"
+    assert f"{path}:3: skipped: negative lifetime" in result.stderr
+    assert f"{path}:4: skipped: not a number" in result.stderr
+    assert "2 malformed trace line(s) skipped" in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--synthetic", "10", "--hosts", "0"), "at least one host"),
+    (("--trace", "/nonexistent/vmtable.csv"), "cannot read trace"),
+])
+def test_bad_input_exits_2_with_one_line(run_console_script, write_config,
+                                         args, message):
+    result = run_console_script("scheduler-manage", "simulate", *args,
+                                config_file=write_config({}))
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert message in result.stderr
+
+
+def test_configuration_that_fails_config_check_exits_2(run_console_script,
+                                                       write_config):
+    bad = write_config({"metrics": {"weight_setting": "cpu.percent=abc"}},
+                       name="bad.conf")
+    result = run_console_script(
+        "scheduler-manage", "simulate", "--synthetic", "10",
+        "--compare", str(bad), config_file=write_config({}))
+    assert result.returncode == 2
+    assert "configuration bad.conf does not pass config check" in \
+        result.stderr
+    assert "weight_setting" in result.stderr
+
+
+def test_database_with_real_nodes_is_refused(run_console_script,
+                                             write_config, sqlite_url):
+    engine = sa.create_engine(sqlite_url)
+    migration.db_sync(engine)
+    now = models.utcnow()
+    with engine.begin() as connection:
+        connection.execute(models.ComputeNode.__table__.insert().values(
+            uuid="11111111-2222-3333-4444-555555555555", host="real-1",
+            hypervisor_hostname="real-1", created_at=now, updated_at=now,
+            changed_at=now))
+    engine.dispose()
+    result = run_console_script(
+        "scheduler-manage", "simulate", "--synthetic", "10",
+        config_file=write_config({"database": {"connection": sqlite_url}}))
+    assert result.returncode == 2
+    assert "1 compute node(s) that the simulator did not create" in \
+        result.stderr
