@@ -13,6 +13,7 @@ from compute_monitor import agent as agent_mod
 from compute_monitor import conf as monitor_conf
 from scheduler import exception
 from scheduler.cmd import common
+from scheduler.cmd import unknown_options
 from scheduler.db import api as db_api
 
 CONF = cfg.CONF
@@ -49,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     CONF.register_cli_opts(cli_opts)
     common.prepare(PROG, CONF, argv, "compute_monitor",
                    validators=[_validate])
+    unknown_options.warn_unknown_options(CONF)
     try:
         monitors = agent_mod.load_monitors(CONF)
     except exception.ConfigError as e:

@@ -12,6 +12,7 @@ from oslo_log import log as logging
 
 from scheduler import cluster_policy
 from scheduler import exception
+from scheduler.conf import plugins as plugin_conf
 from scheduler.migration import policies as migration_policies
 
 CONFIG_ERROR_EXIT = 2
@@ -119,10 +120,16 @@ def parse(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
     are not read yet (see ``validate``). A file that cannot be parsed
     ends the program with status 2 and one line."""
     logging.register_options(conf)
+    # Before parsing: plugin options are validated like ours and are not
+    # "unknown". A package whose options cannot be loaded is reported by
+    # config check; its plugins, if enabled, fail to load with the reason.
+    plugin_conf.register_plugin_opts(conf)
     # stdout carries command output (rows, tables, JSON); logs go apart.
     conf.set_default("use_stderr", True)
     logging.set_defaults(default_log_levels=logging.get_default_log_levels()
-                         + ["alembic=WARN", "stevedore=WARN"])
+                         + ["alembic=WARN", "stevedore=WARN",
+                            # "Loading backend: threading" at every start.
+                            "oslo_service.backend=WARN"])
     try:
         conf(list(sys.argv[1:] if argv is None else argv), project=project,
              prog=prog, version=version(prog))

@@ -10,7 +10,6 @@ own; within one of them the first problem counts, the next shows on the
 next run.
 """
 
-import collections
 import importlib.metadata
 from collections.abc import Callable
 from collections.abc import Iterable
@@ -20,7 +19,6 @@ from collections.abc import Sequence
 from oslo_config import cfg
 
 from compute_monitor import agent
-from compute_monitor import conf as monitor_conf
 from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import filters
@@ -28,14 +26,10 @@ from scheduler import suggest
 from scheduler import weights
 from scheduler.cmd import common
 from scheduler.cmd import service
-from scheduler.conf import messaging as messaging_conf
-from scheduler.conf import policies as policy_conf
+from scheduler.cmd import unknown_options as unknown
 from scheduler.db import api as db_api
 from scheduler.migration import policies as migration_policies
 from scheduler.weights import normalization
-
-#: Shown instead of the value of an option nobody reads.
-HIDDEN = "***"
 
 Check = Callable[[cfg.ConfigOpts], Iterable[exception.ConfigError]]
 
@@ -50,43 +44,11 @@ def _raising(validator: Callable[[cfg.ConfigOpts], object]) -> Check:
     return check
 
 
-def _known_keys(conf: cfg.ConfigOpts) -> dict[str, set[str]]:
-    """Registered option names (deprecated ones included) by section."""
-    known: dict[str, set[str]] = collections.defaultdict(set)
-    # oslo.config has no public walk over every option of every group.
-    for info, group in conf._all_opt_infos():
-        opt = info["opt"]
-        section = "DEFAULT" if group is None else group.name
-        known[section] |= {opt.dest, opt.name}
-        for old in opt.deprecated_opts:
-            known[old.group or section].add(old.name or opt.dest)
-    return known
-
-
 def unknown_options(conf: cfg.ConfigOpts) -> Iterator[exception.ConfigError]:
     """Sections and keys of the config files that no option reads:
     usually a misspelt name, silently ignored by oslo.config."""
-    known = _known_keys(conf)
-    for path in conf.config_file or []:
-        sections: dict = {}
-        try:
-            cfg.ConfigParser(path, sections).parse()
-        except (OSError, cfg.ParseError):
-            continue  # parsed once already: conf() reported it
-        for section, keys in sections.items():
-            for key in keys:
-                # The value is not shown: a misspelt password option is
-                # not known to be secret.
-                if section not in known:
-                    yield exception.ConfigError(
-                        section, key, HIDDEN,
-                        f"unknown group [{section}] in {path}"
-                        + suggest.did_you_mean(section, known))
-                elif key not in known[section]:
-                    yield exception.ConfigError(
-                        section, key, HIDDEN,
-                        f"unknown option of [{section}] in {path}"
-                        + suggest.did_you_mean(key, known[section]))
+    for key in unknown.unknown_options(conf):
+        yield key.problem()
 
 
 def _plugin_problems(group: str, option: str, names: Sequence[str],
@@ -175,11 +137,9 @@ def problems(conf: cfg.ConfigOpts) -> list[str]:
     order found, each reported once."""
     # Everything any program of the project reads, so that a file shared
     # with the agent or setting oslo.messaging options is not "unknown".
-    messaging_conf.register_messaging_opts(conf)
-    monitor_conf.register_opts(conf)
-    policy_conf.register_policy_groups(conf)
+    lines = [_line(e) for e in unknown.register_all_opts(conf)]
     bad_options = list(common.option_problems(conf))
-    lines = [_line(e) for e in bad_options]
+    lines += [_line(e) for e in bad_options]
     for check in CHECKS:
         try:
             lines += [_line(e) for e in check(conf)]

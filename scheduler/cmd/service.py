@@ -28,6 +28,7 @@ from scheduler import manager as manager_mod
 from scheduler import observability
 from scheduler import rpc
 from scheduler.cmd import common
+from scheduler.cmd import unknown_options
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.rpc import server
@@ -121,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     messaging_conf.register_messaging_opts(CONF)
     common.prepare(PROG, CONF, argv, "scheduler",
                    validators=[_validate_database, validate_transport])
+    unknown_options.warn_unknown_options(CONF)
     workers = configured_workers(CONF)
     try:
         # Before the manager: its metrics must be created in the mode

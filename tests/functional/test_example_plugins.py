@@ -189,8 +189,9 @@ def test_balancer_moves_the_smallest_instance_off_the_loaded_host(
 
 
 @pytest.mark.parametrize("group, option, value, named", [
-    # Read when the filter is loaded: the line names the plugin too.
-    ("example_plugins", "max_load_per_vcpu", "-1", "MaxLoadFilter"),
+    # Registered from the package's oslo.config.opts entry point and
+    # checked with the scheduler's own options.
+    ("example_plugins", "max_load_per_vcpu", "-1", "[example_plugins]"),
     ("policy:by_load", "balancer_parameters", "HighUtilization:120",
      "[policy:by_load]"),
 ])

@@ -1,8 +1,10 @@
 """The ``[example_plugins]`` options.
 
-Each plugin registers them on the configuration it is constructed with,
-so they exist only where a plugin of this package is enabled;
-``list_opts`` lets ``oslo-config-generator`` document them.
+``list_opts``, the package's ``oslo.config.opts`` entry point, is how the
+programs (and ``config check``) learn them before reading the
+configuration, and how ``oslo-config-generator`` documents them. Each
+plugin also registers them on the configuration it is constructed with,
+which keeps it usable on a ``ConfigOpts`` of its caller's (tests).
 """
 
 from oslo_config import cfg
