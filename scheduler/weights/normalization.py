@@ -5,9 +5,13 @@ per second...). Summed as they are, the weigher with the largest numbers
 wins whatever the multipliers say, so ``[filter_scheduler]
 weight_normalization`` first puts every weigher on a comparable scale:
 
-``minmax`` (Nova)
+``minmax`` (Nova's generic normaliser)
     ``(v - min) / (max - min)`` over the available values: the worst host
     gets 0.0, the best 1.0. All values equal (or one host): 0.0 for all.
+    Nova's RAM, CPU and Disk weighers scale from 0 instead (v / max,
+    negatives as 0), which is ``hardmax`` without a maximum for
+    non-negative values; the operator guide lists this among the
+    differences from Nova.
 ``rank`` (oVirt)
     The host's rank among the available candidates, higher is better:
     ``(n - 1) - (number of hosts with a strictly better raw weight)``.
