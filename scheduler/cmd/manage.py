@@ -21,6 +21,7 @@ from scheduler import filter_scheduler
 from scheduler import host_manager as hm
 from scheduler.balancer.planner import BalancePlanner
 from scheduler.cmd import common
+from scheduler.cmd import metrics as metrics_cmd
 from scheduler.cmd import output
 from scheduler.cmd import simulate as simulate_cmd
 from scheduler.conf import messaging as messaging_conf
@@ -247,6 +248,8 @@ def _add_command_parsers(subparsers) -> None:
                                 default="table")
     balance_parser.set_defaults(func=balance)
 
+    metrics_cmd.add_parser(subparsers)
+
     config = subparsers.add_parser("config", help="Configuration commands.")
     config_actions = config.add_subparsers(dest="action", metavar="ACTION")
     config_actions.required = True
@@ -267,7 +270,8 @@ def _add_command_parsers(subparsers) -> None:
 #: Commands that read the schema: a database without it (or a SQLite
 #: file that does not exist) is named with what to run, instead of the
 #: driver's "no such table", and no empty SQLite file is created.
-_READS_SCHEMA = (hosts_list, hosts_show, explain, balance)
+_READS_SCHEMA = (hosts_list, hosts_show, explain, balance,
+                 metrics_cmd.metrics_list)
 
 command_opt = cfg.SubCommandOpt("category", title="Command categories",
                                 handler=_add_command_parsers)

@@ -5,6 +5,7 @@ import math
 from oslo_config import cfg
 from oslo_config import types
 
+from compute_monitor import units
 from compute_monitor.base import METRIC_NAME_RE
 
 
@@ -59,14 +60,32 @@ def _group() -> cfg.OptGroup:
     )
 
 
+def _builtin_metrics() -> str:
+    by_unit: dict[str, list[str]] = {}
+    for name, unit in units.BUILTIN_UNITS.items():
+        by_unit.setdefault(unit, []).append(name)
+    return "; ".join(f"{', '.join(names)} ({unit})"
+                     for unit, names in by_unit.items())
+
+
 metrics_opts = [
     cfg.Opt(
         "weight_setting",
         type=WeightSetting(),
         default=[],
         help="Metrics to weigh and their ratios, as name=ratio pairs "
-        "separated by commas, e.g. memory.free=1.0, cpu.percent=-1.0. "
-        "A host's raw weight is the sum of value x ratio.",
+        "separated by commas. Read by MetricsWeigher only, which is not "
+        "in the default [filter_scheduler] weight_classes: add it there "
+        "(or to a cluster policy's weighers). A host's raw weight is the "
+        "sum of value x ratio, each value in its metric's own unit, so "
+        "scale the ratios to make the terms comparable: "
+        "memory.free=1e-9, cpu.percent=-1.0, the operator guide's "
+        "recommendation, weighs free memory in GB (bytes x 1e-9) against "
+        "the busy CPU percentage. Metrics of the "
+        "built-in monitors, with their units: " + _builtin_metrics()
+        + ". 'scheduler-manage metrics list' prints every metric the "
+        "fleet reports (the file monitor's and plugins' too) with its "
+        "unit, sources and how many hosts report it.",
     ),
     cfg.BoolOpt(
         "required",

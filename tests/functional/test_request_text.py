@@ -93,10 +93,10 @@ def scheduler(any_url: str) -> Iterator[manager.SchedulerManager]:
 
 
 #: Text every database stores: anything but NUL and lone surrogates
-#: (hypothesis leaves surrogates out of text unless asked).
-storable = st.text(st.characters(exclude_characters="\x00"), max_size=40)
-name = st.text(st.characters(exclude_characters="\x00"), min_size=1,
-               max_size=40)
+#: (the utf-8 codec leaves surrogates out).
+_STORABLE_CHARACTERS = st.characters(codec="utf-8", exclude_characters="\x00")
+storable = st.text(_STORABLE_CHARACTERS, max_size=40)
+name = st.text(_STORABLE_CHARACTERS, min_size=1, max_size=40)
 
 
 def _spec(draw_texts: dict) -> dict:

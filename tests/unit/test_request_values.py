@@ -22,7 +22,7 @@ def test_unstorable_text(text, problem):
     assert request_values.text_problem(text).startswith(problem)
 
 
-@given(st.text(st.characters(exclude_characters="\x00")))
+@given(st.text(st.characters(codec="utf-8", exclude_characters="\x00")))
 def test_any_other_text_is_storable(text):
     assert request_values.text_problem(text) is None
 
