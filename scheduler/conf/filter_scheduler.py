@@ -74,11 +74,14 @@ filter_scheduler_opts = [
         default="minmax",
         choices=[
             ("minmax", "Scale each weigher to [0, 1] over the candidate "
-             "hosts, then multiply by its multiplier (Nova)."),
+             "hosts, from the smallest to the largest, then multiply by "
+             "its multiplier."),
             ("rank", "Replace each weight by its rank among the "
              "candidates, then multiply (oVirt)."),
             ("hardmax", "Divide by the weigher's configured maximum "
-             "(weight_maximums), then multiply."),
+             "(weight_maximums), then multiply; without one, by the "
+             "largest absolute value, which scales from 0 as Nova's "
+             "RAM, CPU and Disk weighers do."),
             ("none", "Raw weight times multiplier."),
         ],
         help="How each weigher's raw weights are made comparable before "
