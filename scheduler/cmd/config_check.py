@@ -2,8 +2,9 @@
 
 Start-up stops at the first problem; this runs each check on its own and
 collects the ConfigError of each, so one run lists everything to fix.
-Nothing is started and neither the database nor the broker is contacted:
-URLs are checked for their form and installed drivers only.
+Nothing is started and the broker is not contacted: URLs are checked for
+their form and installed drivers only. The database is read only for the
+metric names the fleet reports, when ``weight_setting`` names some.
 
 Each cluster policy and each custom migration policy is checked on its
 own; within one of them the first problem counts, the next shows on the
@@ -27,6 +28,7 @@ from scheduler import weights
 from scheduler.cmd import common
 from scheduler.cmd import service
 from scheduler.cmd import unknown_options as unknown
+from scheduler.cmd import weight_setting_check
 from scheduler.db import api as db_api
 from scheduler.migration import policies as migration_policies
 from scheduler.weights import normalization
@@ -121,6 +123,7 @@ CHECKS: tuple[Check, ...] = (
     weight_maximums,
     cluster_policy.policy_problems,
     migration_policies_file,
+    weight_setting_check.weigher_problems,
 )
 
 
@@ -132,9 +135,11 @@ def _line(error: exception.ConfigError) -> str:
     return f"[{error.group}] {error.option}: value {error.value!r}: {problem}"
 
 
-def problems(conf: cfg.ConfigOpts) -> list[str]:
+def problems(conf: cfg.ConfigOpts,
+             notes: list[str] | None = None) -> list[str]:
     """One line per problem of the parsed configuration ``conf``, in the
-    order found, each reported once."""
+    order found, each reported once; a check that could not run appends
+    why to ``notes``."""
     # Everything any program of the project reads, so that a file shared
     # with the agent or setting oslo.messaging options is not "unknown".
     lines = [_line(e) for e in unknown.register_all_opts(conf)]
@@ -148,5 +153,8 @@ def problems(conf: cfg.ConfigOpts) -> list[str]:
             # option is reported above, once.
             if not bad_options:
                 lines.append(str(e).replace("\n", " "))
+    if not bad_options:
+        lines += [_line(e) for e in weight_setting_check.reported_problems(
+            conf, [] if notes is None else notes)]
     # A validator may repeat what a finer check said (policies file).
     return list(dict.fromkeys(lines))

@@ -125,3 +125,32 @@ def test_misspelt_names_get_the_closest_known_one(load):
         "[scheduler] default_policy: value 'power_savings': unknown "
         "policy, expected one of evenly_distributed, none, power_saving, "
         "vm_evenly_distributed; did you mean 'power_saving'?"]
+
+
+def test_weight_setting_needs_metrics_weigher(load):
+    assert config_check.problems(load(
+        "[metrics]\nweight_setting = cpu.percent=-1.0\n")) == [
+        "[metrics] weight_setting: value 'cpu.percent=-1': MetricsWeigher, "
+        "which weighs these metrics, is in neither [filter_scheduler] "
+        "weight_classes nor a cluster policy's weighers: add it there, or "
+        "the setting has no effect"]
+
+
+def test_metrics_weigher_needs_weight_setting(load):
+    assert config_check.problems(load(
+        "[scheduler]\ndefault_policy = mine\n"
+        "[policy:mine]\nweighers = RAMWeigher:1, MetricsWeigher:2\n")) == [
+        "[metrics] weight_setting: value '': empty, while MetricsWeigher is "
+        "enabled ([policy:mine] weighers): it weighs nothing; set it, e.g. "
+        "memory.free=1e-9, cpu.percent=-1.0"]
+
+
+def test_metrics_weigher_of_a_policy_reads_weight_setting(load):
+    # No fleet to compare the names with (no database): a note, no problem.
+    notes: list[str] = []
+    assert config_check.problems(load(
+        "[database]\nconnection = sqlite:////nonexistent/x.sqlite\n"
+        "[metrics]\nweight_setting = cpu.percent=-1.0\n"
+        "[scheduler]\ndefault_policy = mine\n"
+        "[policy:mine]\nweighers = MetricsWeigher:1\n"), notes) == []
+    assert len(notes) == 1 and "no database at" in notes[0]

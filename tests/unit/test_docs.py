@@ -14,10 +14,12 @@ import pytest
 from oslo_config import cfg
 
 from compute_monitor import conf as monitor_conf
+from compute_monitor import units
 from compute_monitor.monitors import cpu
 from compute_monitor.monitors import disk
 from compute_monitor.monitors import memory
 from compute_monitor.monitors import network
+from scheduler.conf import metrics as metrics_conf
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -93,7 +95,8 @@ def test_readme_links_every_docs_page():
                 not in linked]
 
 
-def test_operator_guide_lists_every_builtin_metric():
+def builtin_metric_names() -> set[str]:
+    """Every metric the built-in monitors can report."""
     conf = cfg.ConfigOpts()
     monitor_conf.register_opts(conf)
     conf([])
@@ -101,6 +104,11 @@ def test_operator_guide_lists_every_builtin_metric():
     for monitor in (cpu.CpuMonitor, memory.MemoryMonitor,
                     network.NetworkMonitor, disk.DiskMonitor):
         names |= monitor(conf).get_metric_names()
+    return names
+
+
+def test_operator_guide_lists_every_builtin_metric():
+    names = builtin_metric_names()
     guide = (DOCS / "operator-guide.md").read_text(encoding="utf-8")
     documented = set(re.findall(r"^\| `([a-z0-9_.]+)` \| `", guide,
                                 re.MULTILINE))
@@ -188,3 +196,20 @@ def test_product_docs_stand_on_their_own():
     citing = [page.relative_to(ROOT) for page in PAGES + samples
               if re.search(r"\bDESIGN\b", page.read_text(encoding="utf-8"))]
     assert citing == []
+
+
+def test_every_builtin_metric_has_a_unit():
+    assert builtin_metric_names() == set(units.BUILTIN_UNITS)
+
+
+def test_weight_setting_help_gives_units_and_the_guides_example():
+    help_text = next(opt.help for opt in metrics_conf.metrics_opts
+                     if opt.name == "weight_setting")
+    for name, unit in units.BUILTIN_UNITS.items():
+        assert name in help_text
+        assert f"({unit})" in help_text
+    example = re.search(r"(\S+=\S+, \S+=\S+), the operator guide's "
+                        r"recommendation", help_text)[1]
+    guide = (DOCS / "operator-guide.md").read_text(encoding="utf-8")
+    assert f"weight_setting = {example}\n" in guide
+    assert "scheduler-manage metrics list" in help_text

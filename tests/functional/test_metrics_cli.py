@@ -1,0 +1,88 @@
+"""``scheduler-manage metrics list`` and ``config check`` against the
+metric names a fleet reports."""
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler.db import migration
+from scheduler.db import models
+from tests.functional.test_manage_cli import _node
+
+NODES = models.ComputeNode.__table__
+
+
+@pytest.fixture
+def fleet_url(sqlite_url) -> str:
+    """Two nodes: the built-in cpu.percent on both, a file metric on one."""
+    engine = sa.create_engine(sqlite_url)
+    migration.db_sync(engine)
+    with engine.begin() as connection:
+        connection.execute(NODES.insert(), [
+            _node("node-1", 4096, {"cpu.percent": 10.0,
+                                   "rack.power.watts": 500.0}),
+            _node("node-2", 4096, {"cpu.percent": 20.0})])
+        # As the monitors write it: the built-in's source is its monitor.
+        connection.execute(NODES.update().where(NODES.c.host == "node-2")
+                           .values(metrics=json.dumps([{
+                               "name": "cpu.percent", "value": 20.0,
+                               "source": "psutil.cpu",
+                               "timestamp": "2026-11-24T06:00:00Z"}])))
+    engine.dispose()
+    return sqlite_url
+
+
+def test_metrics_list(fleet_url, write_config, run_console_script):
+    config = write_config({"database": {"connection": fleet_url}})
+    table = run_console_script("scheduler-manage", "metrics", "list",
+                               config_file=config)
+    assert table.returncode == 0, table.stderr
+    assert [line.split() for line in table.stdout.splitlines()] == [
+        ["metric", "unit", "sources", "hosts"],
+        ["-" * 16, "-" * 36, "-" * 15, "-----"],
+        ["cpu.percent", "%", "of", "all", "CPUs", "over", "the", "last",
+         "interval", "psutil.cpu,test", "2/2"],
+        ["rack.power.watts", "-", "test", "1/2"]]
+    document = json.loads(run_console_script(
+        "scheduler-manage", "metrics", "list", "--format", "json",
+        config_file=config).stdout)
+    assert document == {"hosts": 2, "metrics": [
+        {"name": "cpu.percent",
+         "unit": "% of all CPUs over the last interval",
+         "sources": ["psutil.cpu", "test"], "hosts": 2},
+        {"name": "rack.power.watts", "unit": None, "sources": ["test"],
+         "hosts": 1}]}
+
+
+def test_config_check_names_a_metric_no_host_reports(
+        fleet_url, write_config, run_console_script):
+    config = write_config({
+        "database": {"connection": fleet_url},
+        "filter_scheduler": {"weight_classes": "RAMWeigher,MetricsWeigher"},
+        "metrics": {"weight_setting": "cpu.percnt=-1, rack.power.watts=-1"},
+    })
+    result = run_console_script("scheduler-manage", "config", "check",
+                                config_file=config)
+    assert result.returncode == 2
+    assert result.stdout.splitlines() == [
+        "[metrics] weight_setting: value 'cpu.percnt': no host reports "
+        "cpu.percnt (2 hosts, 2 metrics: 'scheduler-manage metrics list'); "
+        "did you mean 'cpu.percent'?"]
+
+
+def test_config_check_without_the_database_says_it_skipped(
+        tmp_path, write_config, run_console_script):
+    database = tmp_path / "absent.sqlite"
+    config = write_config({
+        "database": {"connection": f"sqlite:///{database}"},
+        "filter_scheduler": {"weight_classes": "RAMWeigher,MetricsWeigher"},
+        "metrics": {"weight_setting": "cpu.percnt=-1"},
+    })
+    result = run_console_script("scheduler-manage", "config", "check",
+                                config_file=config)
+    assert (result.returncode, result.stdout) == (0, "configuration OK\n")
+    assert result.stderr.startswith(
+        "scheduler-manage: note: weight_setting metrics not checked "
+        "against the fleet: no database at ")
+    assert not database.exists()
