@@ -18,6 +18,16 @@ from scheduler.db import api as db_api
 
 CONF = cfg.CONF
 PROG = "compute-monitor"
+DESCRIPTION = (
+    "Measure this compute node (CPU, memory, network, disk and operator "
+    "metrics, by monitor plugins) and keep its compute_nodes row in the "
+    "scheduler's database current, every [compute_monitor] interval "
+    "seconds; --once runs one cycle, prints the row and exits. Main "
+    "options: [DEFAULT] host, [database] connection (create the schema "
+    "with 'scheduler-manage db sync'), [compute_monitor] monitors, "
+    "interval, cluster, availability_zone. Check a configuration with "
+    "'scheduler-manage --config-file FILE config check'. A configuration "
+    "error exits 2.")
 LOG = logging.getLogger(__name__)
 
 cli_opts = [
@@ -49,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     monitor_conf.register_opts(CONF)
     CONF.register_cli_opts(cli_opts)
     common.prepare(PROG, CONF, argv, "compute_monitor",
-                   validators=[_validate])
+                   validators=[_validate], description=DESCRIPTION)
     unknown_options.warn_unknown_options(CONF)
     try:
         monitors = agent_mod.load_monitors(CONF)

@@ -114,11 +114,23 @@ def validate_options(conf: cfg.ConfigOpts) -> None:
         migration_policies.load_migration_policies(conf)
 
 
+def config_files_help(project: str) -> str:
+    """Where oslo.config looks for the configuration without
+    ``--config-file``, for ``--help``."""
+    return (f"Without --config-file, the configuration is read from the "
+            f"first of ~/.{project}/{project}.conf, ~/{project}.conf, "
+            f"/etc/{project}/{project}.conf and /etc/{project}.conf that "
+            f"exists (plus *.conf of /etc/{project}/{project}.conf.d/), "
+            f"else the defaults; etc/{project}/{project}.conf.sample of the "
+            "source tree lists every option with its help.")
+
+
 def parse(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
-          project: str) -> None:
+          project: str, description: str | None = None) -> None:
     """Parse the command line and config files; the values themselves
     are not read yet (see ``validate``). A file that cannot be parsed
-    ends the program with status 2 and one line."""
+    ends the program with status 2 and one line. ``description`` heads
+    ``--help``, which ends with where the configuration is read from."""
     logging.register_options(conf)
     # Before parsing: plugin options are validated like ours and are not
     # "unknown". A package whose options cannot be loaded is reported by
@@ -132,7 +144,8 @@ def parse(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
                             "oslo_service.backend=WARN"])
     try:
         conf(list(sys.argv[1:] if argv is None else argv), project=project,
-             prog=prog, version=version(prog))
+             prog=prog, version=version(prog), description=description,
+             epilog=config_files_help(project))
     except (cfg.Error, ValueError) as e:
         config_error_exit(prog, str(e).replace("\n", " "))
     except SystemExit as e:
@@ -161,13 +174,13 @@ def validate(prog: str, conf: cfg.ConfigOpts,
 
 def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
             project: str,
-            validators: Sequence[Callable[[cfg.ConfigOpts], None]] = ()
-            ) -> None:
+            validators: Sequence[Callable[[cfg.ConfigOpts], None]] = (),
+            description: str | None = None) -> None:
     """Parse the command line and config files, validate, set up logging.
 
     Any configuration problem ends the program with status 2 and a single
     line on stderr naming the option, the value and what was expected.
     """
-    parse(prog, conf, argv, project)
+    parse(prog, conf, argv, project, description)
     validate(prog, conf, validators)
     logging.setup(conf, project)

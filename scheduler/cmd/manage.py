@@ -21,6 +21,7 @@ from scheduler import filter_scheduler
 from scheduler import host_manager as hm
 from scheduler.balancer.planner import BalancePlanner
 from scheduler.cmd import common
+from scheduler.cmd import manage_args
 from scheduler.cmd import metrics as metrics_cmd
 from scheduler.cmd import output
 from scheduler.cmd import simulate as simulate_cmd
@@ -222,19 +223,27 @@ def _add_command_parsers(subparsers) -> None:
         "explain", help="Dry-run one placement against the database and "
         "show why each host was removed or how it was weighed. Claims "
         "nothing.")
-    explain_parser.add_argument("--vcpus", type=int, default=1)
+    explain_parser.add_argument("--vcpus", type=int, default=1,
+                                help="vCPUs of the flavor (default: "
+                                "%(default)s)")
     explain_parser.add_argument("--ram", type=int, default=512,
-                                help="RAM in MB")
+                                help="RAM of the flavor in MB (default: "
+                                "%(default)s)")
     explain_parser.add_argument("--disk", type=int, default=1,
-                                help="root disk in GB")
+                                help="root disk of the flavor in GB "
+                                "(default: %(default)s)")
     explain_parser.add_argument(
         "--extra-spec", action="append", metavar="KEY=VALUE",
         help="flavor extra spec, repeatable; split at the first '=', "
-        "e.g. 'resources:network.rx.bps=<85M'")
-    explain_parser.add_argument("--cluster")
-    explain_parser.add_argument("--az", help="availability zone")
+        "e.g. 'resources:network.rx.bps=<85M' (default: none)")
+    explain_parser.add_argument(
+        "--cluster", help="place in this cluster, with its cluster "
+        "policy (default: any cluster, [scheduler] default_policy)")
+    explain_parser.add_argument("--az", help="availability zone (default: "
+                                "any)")
     explain_parser.add_argument("--format", choices=output.FORMATS,
-                                default="table")
+                                default="table", help="output format "
+                                "(default: %(default)s)")
     explain_parser.set_defaults(func=explain)
 
     balance_parser = subparsers.add_parser(
@@ -277,13 +286,22 @@ def _add_command_parsers(subparsers) -> None:
 _READS_SCHEMA = (hosts_list, hosts_show, explain, balance,
                  metrics_cmd.metrics_list)
 
-command_opt = cfg.SubCommandOpt("category", title="Command categories",
-                                handler=_add_command_parsers)
+def _add_commands(subparsers) -> None:
+    _add_command_parsers(subparsers)
+    manage_args.remember_commands(subparsers)
+
+
+command_opt = cfg.SubCommandOpt("category", title="Commands",
+                                handler=_add_commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     CONF.register_cli_opt(command_opt)
-    common.parse(PROG, CONF, argv, "scheduler")
+    args = manage_args.config_options_first(
+        sys.argv[1:] if argv is None else argv)
+    common.parse(PROG, CONF, args, "scheduler", manage_args.DESCRIPTION)
+    if CONF.category.name is None:
+        return manage_args.missing_command(PROG)
     if CONF.category.func is config_check:
         # Collects every problem instead of stopping at the first.
         return config_check(CONF)

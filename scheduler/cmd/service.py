@@ -35,6 +35,16 @@ from scheduler.rpc import server
 
 CONF = scheduler_conf.CONF
 PROG = "scheduler-service"
+DESCRIPTION = (
+    "Serve the scheduler's RPC API (select_destinations, explain, release, "
+    "balance) on the message bus: for each request, filter and weigh the "
+    "compute nodes the monitors keep in the database and claim the chosen "
+    "host's resources; balance clusters periodically. Main options: "
+    "[DEFAULT] transport_url, [database] connection, [scheduler] workers, "
+    "[filter_scheduler] enabled_filters and weight_classes, [metrics] "
+    "weight_setting. Check a configuration with 'scheduler-manage "
+    "--config-file FILE config check'. Stops on SIGTERM or SIGINT (exit "
+    "0); a configuration error exits 2.")
 LOG = logging.getLogger(__name__)
 
 # kombu transports that lose messages between processes under
@@ -121,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # others: a malformed [oslo_messaging_rabbit] value exits 2 as well.
     messaging_conf.register_messaging_opts(CONF)
     common.prepare(PROG, CONF, argv, "scheduler",
-                   validators=[_validate_database, validate_transport])
+                   validators=[_validate_database, validate_transport],
+                   description=DESCRIPTION)
     unknown_options.warn_unknown_options(CONF)
     workers = configured_workers(CONF)
     try:

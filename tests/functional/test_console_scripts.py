@@ -1,6 +1,8 @@
 """What the console scripts say about themselves: ``--version`` and
 ``--help``, as an operator runs them."""
 
+import re
+
 import pytest
 
 from tests.functional.test_rpc_service import SERVING
@@ -59,3 +61,51 @@ def test_service_warns_about_misspelt_options(sqlite_url, write_config,
                           process=service.popen)
     assert service.stop() == 0
     assert _warnings(stderr, config), stderr
+
+
+@pytest.mark.parametrize("script, says", [
+    ("compute-monitor", ("Measure this compute node", "[compute_monitor] "
+                         "monitors", "/etc/compute_monitor/"
+                         "compute_monitor.conf")),
+    ("scheduler-service", ("Serve the scheduler's RPC API", "[DEFAULT] "
+                           "transport_url", "/etc/scheduler/scheduler.conf")),
+    ("scheduler-manage", ("Operator commands", "metrics", "config",
+                          "/etc/scheduler/scheduler.conf")),
+])
+def test_help_says_what_the_program_does(script, says, run_console_script):
+    result = run_console_script(script, "--help")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    for phrase in says:
+        assert phrase in text
+
+
+def test_manage_without_a_command_lists_them(run_console_script):
+    result = run_console_script("scheduler-manage")
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == "scheduler-manage: error: name a command:"
+    assert {line.split()[0] for line in lines[1:-1]} >= {
+        "db", "hosts", "explain", "balance", "metrics", "config", "demo"}
+    assert "required: category" not in result.stderr
+
+
+def test_config_file_after_the_command(sqlite_url, write_config,
+                                       run_console_script):
+    config = write_config({"database": {"connection": sqlite_url}})
+    for args in (("db", "sync", "--config-file", str(config)),
+                 ("hosts", "list", f"--config-file={config}")):
+        result = run_console_script("scheduler-manage", *args)
+        assert result.returncode == 0, result.stderr
+
+
+def test_explain_help_gives_every_flag_a_default(run_console_script):
+    result = run_console_script("scheduler-manage", "explain", "--help")
+    assert result.returncode == 0, result.stderr
+    flags = result.stdout.split("options:", 1)[1]
+    entries = re.split(r"\n  (?=-)", flags)[1:]
+    assert [entry.split()[0] for entry in entries] == [
+        "-h,", "--vcpus", "--ram", "--disk", "--extra-spec", "--cluster",
+        "--az", "--format"]
+    for entry in entries[1:]:
+        assert "(default:" in " ".join(entry.split()), entry
