@@ -176,3 +176,113 @@ class UtilizationSample(Base):
                                                            nullable=False)
     cpu_percent: Mapped[float] = mapped_column(Float, nullable=False)
     instances: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class SchedulingPolicy(Base):
+    """A scheduling policy made through the API (config-file policies
+    have no row). ``version`` is bumped by every change: the ETag."""
+
+    __tablename__ = "scheduling_policies"
+    __table_args__ = (
+        UniqueConstraint("name", name="uniq_scheduling_policies0name"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    description: Mapped[str] = mapped_column(Text, nullable=False,
+                                             default="")
+    #: None: [filter_scheduler] weight_normalization.
+    normalization: Mapped[str | None] = mapped_column(String(16))
+    balancer: Mapped[str | None] = mapped_column(String(255))
+    #: JSON object of the balancer's parameters.
+    properties: Mapped[str] = mapped_column(Text, nullable=False,
+                                            default="{}")
+    version: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    created_by: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow)
+    updated_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow)
+
+
+class SchedulingPolicyUnit(Base):
+    """A filter (``position`` first|last|None) or weigher (``factor``) of
+    a stored policy; ``ordinal`` keeps the order written."""
+
+    __tablename__ = "scheduling_policy_units"
+    __table_args__ = (
+        UniqueConstraint(
+            "policy_id", "unit_type", "unit_name",
+            name="uniq_scheduling_policy_units0policy_id0unit_type0"
+                 "unit_name"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    policy_id: Mapped[str] = mapped_column(
+        ForeignKey("scheduling_policies.id", ondelete="CASCADE"),
+        nullable=False)
+    unit_type: Mapped[str] = mapped_column(String(16), nullable=False)
+    unit_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    position: Mapped[str | None] = mapped_column(String(8))
+    factor: Mapped[int | None] = mapped_column(Integer)
+    ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class ClusterSetting(Base):
+    """What the API set for one cluster; it wins over the config file."""
+
+    __tablename__ = "cluster_settings"
+
+    cluster: Mapped[str] = mapped_column(String(255), primary_key=True)
+    # No foreign key: a config-file policy has an id but no row.
+    scheduling_policy_id: Mapped[str | None] = mapped_column(String(36),
+                                                             index=True)
+    properties: Mapped[str] = mapped_column(Text, nullable=False,
+                                            default="{}")
+    migration_policy: Mapped[str | None] = mapped_column(String(255))
+    bandwidth_method: Mapped[str | None] = mapped_column(String(32))
+    bandwidth_custom: Mapped[int | None] = mapped_column(Integer)
+    version: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    updated_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow)
+
+
+class DisabledPolicyUnit(Base):
+    """A third-party policy unit an administrator disabled."""
+
+    __tablename__ = "disabled_policy_units"
+
+    unit_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    unit_type: Mapped[str] = mapped_column(String(16), nullable=False)
+    unit_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    disabled_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow)
+
+
+class Permission(Base):
+    """A role of a user, on one cluster or on every one (``*``)."""
+
+    __tablename__ = "permissions"
+    __table_args__ = (
+        UniqueConstraint("user_name", "role", "cluster",
+                         name="uniq_permissions0user_name0role0cluster"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    role: Mapped[str] = mapped_column(String(32), nullable=False)
+    cluster: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        PreciseDateTime, nullable=False, default=utcnow)
+
+
+class PolicyGeneration(Base):
+    """One row, bumped by every change the API makes to policies or
+    cluster settings; workers read it with each host refresh and reload
+    the policies only when it moved."""
+
+    __tablename__ = "policy_generation"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=False)
+    generation: Mapped[int] = mapped_column(Integer, nullable=False)
