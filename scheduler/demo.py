@@ -2,11 +2,13 @@
 
 An embedded SQLite file, the ``kombu+memory`` transport, this machine's
 real compute monitor plus simulated nodes with varied metrics, the
-scheduler service and an API-node client. A handful of requests go over
-the bus; each decision and its explain table is printed.
+scheduler service and an API-node client. The weighing configuration is
+printed, then a handful of requests go over the bus; each decision is
+printed with the explain table of the same fleet state.
 """
 
 import json
+import logging as std_logging
 import random
 import textwrap
 import uuid
@@ -16,11 +18,13 @@ from oslo_config import cfg
 
 from compute_monitor import agent
 from scheduler import exception
+from scheduler import filter_scheduler
 from scheduler import manager
 from scheduler.cmd import output
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
+from scheduler.request_spec import RequestSpec
 from scheduler.rpc import rpcapi
 from scheduler.rpc import server
 
@@ -114,6 +118,35 @@ def seed_simulated_nodes(engine: sa.Engine, rng: random.Random) -> None:
                     **values))
 
 
+def quiet_in_memory_bus(conf: cfg.ConfigOpts) -> None:
+    """The in-memory bus has neither a host name nor heartbeats; kombu
+    and oslo.messaging warn about both on every connection, which would
+    bury the demo's output in noise about a broker it does not use."""
+    conf.set_override("heartbeat_timeout_threshold", 0,
+                      group="oslo_messaging_rabbit")
+    # "No hostname was supplied. Reverting to default 'localhost'".
+    std_logging.getLogger("kombu.connection").setLevel(std_logging.ERROR)
+
+
+def weighing(conf: cfg.ConfigOpts) -> str:
+    """The weighers with their multipliers, the normalisation and
+    weight_setting, as the service will weigh."""
+    spec = RequestSpec.from_dict(DEMO_REQUESTS[0][1],
+                                 scope=conf.metrics.extra_specs_scope)
+    weighers = filter_scheduler.FilterScheduler(conf).weighers
+    setting = ", ".join(f"{name}={ratio:g}"
+                        for name, ratio in conf.metrics.weight_setting)
+    return "\n".join(
+        ["Weighing (each weigher's normalised weight x its multiplier, "
+         "summed):"]
+        + [f"  {w.name} x {w.multiplier(spec):g}" for w in weighers]
+        + [f"  [filter_scheduler] weight_normalization = "
+           f"{conf.filter_scheduler.weight_normalization}",
+           f"  [metrics] weight_setting = {setting or '(empty)'}",
+           "  ResourcesWeigher weighs only requests with resources:<metric>"
+           " = max or min extra specs."])
+
+
 def _print_selection(selections: list[list[dict]]) -> None:
     for number, hosts in enumerate(selections, 1):
         chosen, alternates = hosts[0], hosts[1:]
@@ -126,6 +159,7 @@ def _print_selection(selections: list[list[dict]]) -> None:
 def run(conf: cfg.ConfigOpts) -> int:
     """Seed the embedded database, serve over kombu+memory, send the demo
     requests through the API-node client and print what happened."""
+    quiet_in_memory_bus(conf)
     engine = db_api.get_engine(conf)
     migration.db_sync(engine)
     rng = random.Random(42)
@@ -145,6 +179,7 @@ def run(conf: cfg.ConfigOpts) -> int:
         f"{m['name']}={m['value']:.6g}" for m in row["metrics"]),
         width=78, initial_indent="  ", subsequent_indent="  ") + "\n")
 
+    print(weighing(conf) + "\n")
     service = server.SchedulerRPCService(conf, manager.SchedulerManager(conf))
     service.start()
     client = rpcapi.SchedulerAPI(conf, transport=service.transport,
@@ -155,14 +190,18 @@ def run(conf: cfg.ConfigOpts) -> int:
             print(f"   request: {json.dumps(request_spec['flavor'])}"
                   + (f" cluster={request_spec['cluster']}"
                      if "cluster" in request_spec else ""))
+            # Explained first: after the claim the fleet has changed and
+            # the table would show other weights than the decision's.
+            explained = client.explain(request_spec)
             try:
                 selections = client.select_destinations(
                     request_spec, return_alternates=True)
                 _print_selection(selections)
             except exception.NoValidHost as e:
                 print(f"  NoValidHost: {e}")
+            # The NoValidHost line above already gives the summary.
             print(textwrap.indent(output.explain(
-                client.explain(request_spec), "table"), "  "))
+                {**explained, "summary": None}, "table"), "  "))
             print()
     finally:
         client.close()
