@@ -1,26 +1,26 @@
 """The time the engine reads.
 
 Every part of the decision path (metric ages, pending claims, claim and
-change stamps, cache refresh intervals, balancer windows) asks this module
-for the time, through ``db.models.utcnow`` and ``HostManager``'s default
-clock. A service reads the wall clock; ``scheduler-manage simulate`` runs
-the same engine on simulated time by installing a ``SimulatedClock`` with
-``simulated()``, so that staleness, pending claims and herding behave as
-they would over days of real time.
+change stamps, balancer windows and spacing) asks this module for the
+time, through ``db.models.utcnow``. A service reads the wall clock;
+``scheduler-manage simulate`` runs the same engine on simulated time by
+installing a ``SimulatedClock`` with ``simulated()``, so that staleness,
+pending claims and herding behave as they would over days of real time.
+
+The host cache's maintenance timers (full reloads, late-change checks)
+keep measuring real seconds: they pace the database work of one process,
+which a simulation does at the same rate as a service, not the fleet's
+life, which it compresses.
 """
 
 import contextlib
 import datetime
-import time
 from collections.abc import Iterator
 
 
 class SimulatedClock:
-    """Time that moves only when told to: ``advance_to(seconds)``.
-
-    ``seconds`` counts from ``start`` (naive UTC), and is also what
-    ``monotonic()`` returns while the clock is installed.
-    """
+    """Time that moves only when told to: ``advance_to(seconds)``;
+    ``seconds`` counts from ``start`` (naive UTC)."""
 
     def __init__(self, start: datetime.datetime):
         self.start = start
@@ -44,14 +44,6 @@ def utcnow() -> datetime.datetime:
     if _simulated is not None:
         return _simulated.utcnow()
     return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-
-
-def monotonic() -> float:
-    """Seconds for measuring intervals: ``time.monotonic()``, or the
-    simulated clock's seconds while one is installed."""
-    if _simulated is not None:
-        return _simulated.seconds
-    return time.monotonic()
 
 
 @contextlib.contextmanager

@@ -32,7 +32,6 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
-from scheduler import clock as clock_mod
 from scheduler import observability
 from scheduler.db import api as db_api
 from scheduler.db import models
@@ -628,7 +627,7 @@ class HostManager:
     """
 
     def __init__(self, conf: cfg.ConfigOpts,
-                 clock: Callable[[], float] = clock_mod.monotonic):
+                 clock: Callable[[], float] = time.monotonic):
         self.conf = conf
         self._clock = clock
         self._lock = threading.Lock()
