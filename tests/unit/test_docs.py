@@ -5,6 +5,7 @@ that exist (sections get renamed), and the operator guide's metric table
 must name every metric the built-in monitors can report.
 """
 
+import ast
 import pathlib
 import re
 import subprocess
@@ -213,3 +214,37 @@ def test_weight_setting_help_gives_units_and_the_guides_example():
     guide = (DOCS / "operator-guide.md").read_text(encoding="utf-8")
     assert f"weight_setting = {example}\n" in guide
     assert "scheduler-manage metrics list" in help_text
+
+
+def client_examples() -> list[tuple[str, str]]:
+    """(page name, code) of every ```python block calling SchedulerAPI."""
+    return [(page.name, block["text"]) for page in PAGES
+            for block in _BLOCK.finditer(page.read_text(encoding="utf-8"))
+            if block["lang"] == "python" and "SchedulerAPI(" in block["text"]]
+
+
+def _handled(node: ast.Try) -> set[str]:
+    return {ast.unparse(handler.type) for handler in node.handlers
+            if handler.type is not None}
+
+
+@pytest.mark.parametrize("page, code", client_examples(),
+                         ids=[page for page, _ in client_examples()])
+def test_client_examples_can_be_copied(page, code):
+    tree = ast.parse(code)
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    # A real instance uuid, not a placeholder the service would refuse.
+    assert "uuid.uuid4" in {ast.unparse(call.func) for call in calls}
+    assert "..." not in {node.value for node in ast.walk(tree)
+                         if isinstance(node, ast.Constant)}
+    tries = [node for node in ast.walk(tree) if isinstance(node, ast.Try)]
+    assert len(tries) == 1
+    # release() only once a claim was made, and the transport's timeout
+    # handled like the scheduler's own answers.
+    inside = {id(node) for statement in tries[0].body
+              for node in ast.walk(statement)}
+    releases = [call for call in calls
+                if ast.unparse(call.func).endswith(".release")]
+    assert releases and all(id(call) in inside for call in releases)
+    assert {"exception.NoValidHost", "exception.InvalidRequest",
+            "MessagingTimeout"} <= _handled(tries[0])
