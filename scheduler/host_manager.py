@@ -32,6 +32,9 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
+# instance_metrics imports this module back for Metric; it only uses it
+# at call time, so the cycle is harmless.
+from scheduler import instance_metrics as instance_metrics_mod
 from scheduler import observability
 from scheduler.db import api as db_api
 from scheduler.db import models
@@ -86,6 +89,11 @@ class HostState:
     metrics: dict[str, Metric] = dataclasses.field(default_factory=dict)
     #: Names of reported metrics that were malformed (not numbers).
     bad_metrics: frozenset[str] = frozenset()
+    #: Valid instance entries of the last report (DESIGN §11), by instance
+    #: uuid and name; read through ``scheduler.instance_metrics``, never
+    #: by host filters and weighers.
+    instance_metrics: dict[str, dict[str, Metric]] = dataclasses.field(
+        default_factory=dict)
     disabled: bool = False
     disabled_reason: str | None = None
     updated_at: datetime.datetime | None = None
@@ -368,6 +376,7 @@ class _Decoded:
     text: tuple[str, str, str]
     metrics: dict[str, Metric]
     bad_metrics: frozenset[str]
+    instance_metrics: dict[str, dict[str, Metric]]
     cpu_info: dict
     networks: frozenset[str]
 
@@ -427,7 +436,8 @@ def _load_json(text: str, column: str, problems: list[str]) -> object:
         return None
 
 
-def _decode_metrics(text: str, problems: list[str]
+def _decode_metrics(text: str, problems: list[str],
+                    instance_entries: list[dict] | None = None
                     ) -> tuple[dict[str, Metric], frozenset[str]]:
     entries = _load_json(text, "metrics", problems)
     if entries is None:
@@ -448,6 +458,8 @@ def _decode_metrics(text: str, problems: list[str]
         if "instance" in entry:
             # One instance's measurement (instance.*), not the host's:
             # host filters and weighers never see it.
+            if instance_entries is not None:
+                instance_entries.append(entry)
             continue
         name = entry.get("name")
         if not isinstance(name, str) or not name:
@@ -521,10 +533,14 @@ def _decode(row: _NodeRow) -> _Decoded:
     change of a bad row rather than once per scheduling request.
     """
     problems: list[str] = []
-    metrics, bad_metrics = _decode_metrics(row.metrics, problems)
+    instance_entries: list[dict] = []
+    metrics, bad_metrics = _decode_metrics(row.metrics, problems,
+                                           instance_entries)
     decoded = _Decoded(
         text=(row.metrics, row.cpu_info, row.networks),
         metrics=metrics, bad_metrics=bad_metrics,
+        instance_metrics=instance_metrics_mod.decode(instance_entries,
+                                                     problems),
         cpu_info=_decode_cpu_info(row.cpu_info, problems),
         networks=_decode_networks(row.networks, problems))
     if problems:
@@ -571,7 +587,9 @@ def _build(row: _NodeRow, allocations: Sequence[_AllocationRow],
         vcpus_pending=vcpus_pending,
         memory_mb_pending=memory_mb_pending, cpu_info=decoded.cpu_info,
         networks=decoded.networks, metrics=decoded.metrics,
-        bad_metrics=decoded.bad_metrics, disabled=bool(row.disabled),
+        bad_metrics=decoded.bad_metrics,
+        instance_metrics=decoded.instance_metrics,
+        disabled=bool(row.disabled),
         disabled_reason=row.disabled_reason, updated_at=row.updated_at,
         metrics_updated_at=reported, generation=row.generation,
         changed_at=row.changed_at, instances=instances,

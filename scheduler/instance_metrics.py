@@ -1,0 +1,89 @@
+"""Instance entries of a node's metrics: measurements of one instance.
+
+A metrics entry carrying ``"instance": "<uuid>"`` (DESIGN §11) measures
+that instance on the node, under a name beginning ``instance.``:
+``instance.cpu.percent`` (percent of the instance's own vCPUs),
+``instance.memory.used`` (bytes). The host manager hands such entries
+here when it decodes a row, so that they land in
+``HostState.instance_metrics`` and never among the host's metrics, which
+filters and weighers read.
+
+An entry only counts for an instance the scheduler has a claim for on
+that node: a uuid it does not know (an instance started behind its back,
+or already moved away) is unavailable, as is an entry older than
+``[metrics] max_age``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+
+# host_manager imports this module while it loads: only its attributes
+# are read here, at call time.
+from scheduler import host_manager as hm
+
+CPU_PERCENT = "instance.cpu.percent"
+MEMORY_USED = "instance.memory.used"
+PREFIX = "instance."
+
+
+def decode(entries: Iterable[dict], problems: list[str]
+           ) -> dict[str, dict[str, hm.Metric]]:
+    """The valid instance entries by instance uuid and name; what is
+    malformed is left out and described in ``problems``, which the host
+    manager logs once per change of the row."""
+    found: dict[str, dict[str, hm.Metric]] = {}
+    stamps: dict[str, datetime.datetime] = {}
+    for entry in entries:
+        instance, name = entry.get("instance"), entry.get("name")
+        if not isinstance(instance, str) or not instance:
+            problems.append(f"instance entry {hm._short(entry)} names no "
+                            "instance")
+            continue
+        if not isinstance(name, str) or not name.startswith(PREFIX):
+            problems.append(f"instance {instance}: entry name "
+                            f"{hm._short(name)} does not begin with "
+                            f"'{PREFIX}'")
+            continue
+        metrics = found.setdefault(instance, {})
+        if name in metrics:
+            problems.append(f"instance {instance}: {name} is reported "
+                            "twice; the first entry is used")
+            continue
+        value, stamp = entry.get("value"), entry.get("timestamp")
+        if not hm.is_number(value):
+            problems.append(f"instance {instance}: {name} value "
+                            f"{hm._short(value)} is not a finite number")
+            continue
+        timestamp = stamps.get(stamp) if isinstance(stamp, str) else None
+        if timestamp is None:
+            timestamp = hm._parse_timestamp(stamp)
+            if timestamp is None:
+                problems.append(f"instance {instance}: {name} timestamp "
+                                f"{hm._short(stamp)} is not an ISO-8601 "
+                                "date and time")
+                continue
+            stamps[stamp] = timestamp
+        source = entry.get("source")
+        metrics[name] = hm.Metric(value=value, timestamp=timestamp,
+                                  source="" if source is None
+                                  else str(source))
+    return {instance: metrics for instance, metrics in found.items()
+            if metrics}
+
+
+def instance_metric(host: hm.HostState, instance_uuid: str, name: str,
+                    cutoff: datetime.datetime | None) -> float | None:
+    """The value of instance metric ``name`` of ``instance_uuid`` on
+    ``host``; None when the host holds no claim of that instance, did not
+    report it, or reported it before ``cutoff`` (``hm.stale_before``;
+    None: no age check)."""
+    if instance_uuid not in host.instances:
+        return None
+    metric = host.instance_metrics.get(instance_uuid, {}).get(name)
+    if metric is None:
+        return None
+    if cutoff is not None and metric.timestamp < cutoff:
+        return None
+    return metric.value
