@@ -82,6 +82,15 @@ def _invalid_reason(entry) -> str | None:
     name, value = entry["name"], entry["value"]
     if not isinstance(name, str) or not base.METRIC_NAME_RE.match(name):
         return f"name {name!r} is not dotted lower case"
+    # DESIGN §11: instance.* entries measure one instance, keyed by its
+    # uuid; the scheduler keeps them apart from the host's metrics.
+    instance = entry.get("instance")
+    if "instance" in entry and (not isinstance(instance, str)
+                                or not instance.strip()):
+        return f"instance {instance!r} is not an instance uuid"
+    if (instance is None) != (not name.startswith(base.INSTANCE_PREFIX)):
+        return (f"{base.INSTANCE_PREFIX}* names need an instance key, "
+                "other names none")
     if (isinstance(value, bool) or not isinstance(value, int | float)
             or not math.isfinite(value)):
         return f"value {value!r} is not a finite number"
@@ -194,16 +203,21 @@ class MonitorAgent:
                 LOG.warning("Dropped metric %r from monitor %s: %s", metric,
                             plugin_name, reason)
                 continue
-            if metric in owners:
+            instance = entry.get("instance")
+            # Every instance reports the same names: one per instance.
+            key = metric if instance is None else f"{metric} of {instance}"
+            if key in owners:
                 LOG.warning("Metric %s is reported by monitors %s and %s; "
-                            "keeping the value from %s", metric,
-                            owners[metric], plugin_name, owners[metric])
+                            "keeping the value from %s", key,
+                            owners[key], plugin_name, owners[key])
                 continue
-            owners[metric] = plugin_name
-            accepted.append({"name": metric, "value": entry["value"],
-                             "source": str(entry.get("source")
-                                           or plugin_name),
-                             "timestamp": str(entry["timestamp"])})
+            owners[key] = plugin_name
+            kept = {"name": metric, "value": entry["value"],
+                    "source": str(entry.get("source") or plugin_name),
+                    "timestamp": str(entry["timestamp"])}
+            if instance is not None:
+                kept["instance"] = instance
+            accepted.append(kept)
         return accepted
 
     def _forget_finished_calls(self) -> None:

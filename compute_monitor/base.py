@@ -7,6 +7,8 @@ import re
 from oslo_config import cfg
 
 METRIC_NAME_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
+#: Names of instance entries (DESIGN §11), which carry ``"instance"``.
+INSTANCE_PREFIX = "instance."
 
 
 def utc_timestamp() -> str:
@@ -40,9 +42,15 @@ class ResourceMonitorPluginBase(abc.ABC):
         """One cycle's measurements.
 
         Each entry is ``{"name": str, "value": int | float,
-        "timestamp": ISO-8601 UTC str, "source": str}``.
+        "timestamp": ISO-8601 UTC str, "source": str}``. A measurement of
+        one instance on the node is named ``instance.*`` and carries
+        ``"instance": "<instance uuid>"`` too.
         """
 
-    def _entry(self, name: str, value: float, timestamp: str) -> dict:
-        return {"name": name, "value": value, "timestamp": timestamp,
-                "source": self.source}
+    def _entry(self, name: str, value: float, timestamp: str,
+               instance: str | None = None) -> dict:
+        entry = {"name": name, "value": value, "timestamp": timestamp,
+                 "source": self.source}
+        if instance is not None:
+            entry["instance"] = instance
+        return entry

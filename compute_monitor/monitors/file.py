@@ -16,7 +16,9 @@ class FileMonitor(base.ResourceMonitorPluginBase):
     The JSON file is read again on every call, so edits take effect on the
     next cycle. It holds either an object ``{"metric.name": number, ...}``
     or a list of ``{"name": ..., "value": ..., "timestamp": ...}`` entries
-    (timestamp optional, defaults to the time of reading). A missing or
+    (timestamp optional, defaults to the time of reading); an entry of
+    the list may measure one instance (``{"name": "instance.cpu.percent",
+    "value": 35, "instance": "<uuid>"}``, DESIGN §11). A missing or
     malformed file logs a warning and reports nothing; single bad entries
     are left for the agent to reject.
     """
@@ -59,6 +61,7 @@ class FileMonitor(base.ResourceMonitorPluginBase):
     def _from_item(self, item: object, timestamp: str) -> object:
         if isinstance(item, dict) and "name" in item and "value" in item:
             return self._entry(item["name"], item["value"],
-                               item.get("timestamp") or timestamp)
+                               item.get("timestamp") or timestamp,
+                               item.get("instance"))
         # Unchanged, so the agent's warning says exactly what is missing.
         return item
