@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
 #: Seconds a server may take to start (RabbitMQ boots in 5-15 s here).
@@ -84,9 +85,23 @@ def _kill_group(process: subprocess.Popen) -> None:
         process.wait(timeout=10)
 
 
-def _kill_pid(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+def _kill_ours(pid: int, marker: str) -> None:
+    """SIGKILL ``pid`` if its command line names ``marker`` (our data
+    directory): a PID read from a stale file may belong to anyone now."""
+    with contextlib.suppress(psutil.Error):
+        if marker in " ".join(psutil.Process(pid).cmdline()):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _give(server: "_Server", user: str) -> None:
+    """Make ``user`` own the server's directory; removed if that fails,
+    since the fixture has no server to close yet."""
+    try:
+        entry = pwd.getpwnam(user)
+        os.chown(server.root, entry.pw_uid, entry.pw_gid)
+    except BaseException:
+        server.remove()
+        raise
 
 
 class _Server:
@@ -257,8 +272,7 @@ class PrivatePostgreSQL(_Server):
         # postgres user, which then owns the directory.
         self.user = "postgres" if os.geteuid() == 0 else None
         if self.user is not None:
-            entry = pwd.getpwnam(self.user)
-            os.chown(self.root, entry.pw_uid, entry.pw_gid)
+            _give(self, self.user)
 
     def _as_user(self, *command: str) -> list[str]:
         if self.user is None:
@@ -298,7 +312,7 @@ class PrivatePostgreSQL(_Server):
                     self.stop("immediate")
             pid = self.postmaster_pid()
             if pid is not None:
-                _kill_pid(pid)
+                _kill_ours(pid, str(self.data))
         finally:
             self.remove()
 
@@ -329,8 +343,7 @@ class PrivateMariaDB(_Server):
         # mariadbd refuses root unless told; as root it switches to mysql.
         self.user = "mysql" if os.geteuid() == 0 else None
         if self.user is not None:
-            entry = pwd.getpwnam(self.user)
-            os.chown(self.root, entry.pw_uid, entry.pw_gid)
+            _give(self, self.user)
         self.server: subprocess.Popen | None = None
 
     def _user_args(self) -> list[str]:
