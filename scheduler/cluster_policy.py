@@ -211,9 +211,10 @@ def _build(conf: cfg.ConfigOpts, name: str,
     normalization = options.get("normalization",
                                 defaults.weight_normalization)
     if normalization not in NORMALIZATIONS:
-        raise exception.ConfigError(group, "normalization", normalization,
-                                    f"expected one of "
-                                    f"{', '.join(NORMALIZATIONS)}")
+        raise exception.ConfigError(
+            group, "normalization", normalization,
+            f"expected one of {', '.join(NORMALIZATIONS)}"
+            + suggest.did_you_mean(str(normalization), NORMALIZATIONS))
     balancer = options.get("balancer", NO_BALANCER)
     raw_parameters = _parameters(group, options.get("balancer_parameters",
                                                     []))

@@ -2,6 +2,7 @@
 
 import importlib.metadata
 import math
+import re
 import sys
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from oslo_log import log as logging
 
 from scheduler import cluster_policy
 from scheduler import exception
+from scheduler import suggest
 from scheduler.conf import plugins as plugin_conf
 from scheduler.migration import policies as migration_policies
 
@@ -61,6 +63,19 @@ def _finite(value: object) -> bool:
     return True
 
 
+#: oslo.config's message for a value outside an option's choices.
+_CHOICES = re.compile(r"Valid values are \[(.*)\], but found '(.*)'$")
+
+
+def _choice_hint(detail: str) -> str:
+    """"Did you mean" for a misspelt choice (``weight_normalization =
+    minmx``)."""
+    match = _CHOICES.search(detail)
+    if match is None:
+        return ""
+    return suggest.did_you_mean(match[2], match[1].split(", "))
+
+
 def _check(namespace, group: str | None, name: str, conf: cfg.ConfigOpts):
     try:
         value = namespace[name]
@@ -68,7 +83,7 @@ def _check(namespace, group: str | None, name: str, conf: cfg.ConfigOpts):
         detail = str(e).split(" is not valid: ")[-1]
         raise exception.ConfigError(group or "DEFAULT", name,
                                     _raw_value(conf, group, name),
-                                    detail) from e
+                                    detail + _choice_hint(detail)) from e
     # oslo.config's FloatOpt takes nan, inf and 1e999 (inf), and its
     # min/max bounds let NaN through: a weight or ratio of NaN removes
     # or ties every host, one of inf sends everything to one host.

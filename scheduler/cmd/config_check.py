@@ -96,8 +96,16 @@ def monitors(conf: cfg.ConfigOpts) -> Iterator[exception.ConfigError]:
 
 
 def weight_maximums(conf: cfg.ConfigOpts) -> Iterator[exception.ConfigError]:
-    """Every ``[filter_scheduler] weight_maximums`` entry on its own."""
+    """Every ``[filter_scheduler] weight_maximums`` entry on its own; a
+    name that is no weigher's is ignored by the scheduler, so reported."""
+    weighers = importlib.metadata.entry_points(group=weights.NAMESPACE).names
     for name in conf.filter_scheduler.weight_maximums:
+        if name not in weighers:
+            yield exception.ConfigError(
+                "filter_scheduler", "weight_maximums", name,
+                f"not a weigher: expected entry-point names of "
+                f"{weights.NAMESPACE}" + suggest.did_you_mean(name, weighers))
+            continue
         try:
             normalization.weight_maximum(conf, name)
         except exception.ConfigError as e:

@@ -154,3 +154,20 @@ def test_metrics_weigher_of_a_policy_reads_weight_setting(load):
         "[scheduler]\ndefault_policy = mine\n"
         "[policy:mine]\nweighers = MetricsWeigher:1\n"), notes) == []
     assert len(notes) == 1 and "no database at" in notes[0]
+
+
+def test_misspelt_choices_and_weigher_names_get_a_hint(load):
+    assert config_check.problems(load(
+        "[filter_scheduler]\nweight_normalization = minmx\n"
+        "weight_maximums = RAMWeighr:8192\n")) == [
+        "[filter_scheduler] weight_normalization: value 'minmx': Valid "
+        "values are [minmax, rank, hardmax, none], but found 'minmx'; did "
+        "you mean 'minmax'?",
+        "[filter_scheduler] weight_maximums: value 'RAMWeighr': not a "
+        "weigher: expected entry-point names of scheduler.weighers; did "
+        "you mean 'RAMWeigher'?"]
+    assert config_check.problems(load(
+        "[scheduler]\ndefault_policy = mine\n"
+        "[policy:mine]\nnormalization = rnk\n")) == [
+        "[policy:mine] normalization: value 'rnk': expected one of minmax, "
+        "rank, hardmax, none; did you mean 'rank'?"]
