@@ -15,6 +15,7 @@ claims the first that fits.
 """
 
 import dataclasses
+import datetime
 from collections.abc import Iterator
 from collections.abc import Sequence
 
@@ -23,6 +24,7 @@ from stevedore import exception as stevedore_exception
 
 from scheduler import exception
 from scheduler import host_manager as hm
+from scheduler import instance_metrics
 from scheduler.balancer import history as history_mod
 
 NAMESPACE = "scheduler.balancers"
@@ -62,15 +64,59 @@ ALL_PARAMETERS = {
 }
 
 
+MEASURED = "measured"
+ASSUMED = "assumed"
+
+
 @dataclasses.dataclass(frozen=True)
 class Instance:
-    """An instance a balancer may move, with what it claims."""
+    """An instance a balancer may move, with what it claims and, when its
+    node reported it within ``[metrics] max_age``, what it uses."""
 
     uuid: str
     vcpus: int
     memory_mb: int
     disk_gb: int
     group: str | None = None
+    #: Fresh ``instance.cpu.percent`` (% of its own vCPUs); None when not
+    #: measured, and then all its vCPUs are assumed busy.
+    cpu_percent: float | None = None
+    #: Fresh ``instance.memory.used`` (bytes); None when not measured.
+    memory_used: float | None = None
+
+    @property
+    def load_source(self) -> str:
+        return ASSUMED if self.cpu_percent is None else MEASURED
+
+    @property
+    def load(self) -> float:
+        """Busy vCPUs: the measured share of its vCPUs, else all of them
+        (the pessimistic guess, as pending claims are counted)."""
+        if self.cpu_percent is None:
+            return float(self.vcpus)
+        # Not capped at its vCPUs: emulator and I/O threads may add more.
+        return self.vcpus * max(self.cpu_percent, 0.0) / 100.0
+
+    @property
+    def migration_cost(self) -> float:
+        """Bytes a live migration copies at least: the memory it uses,
+        else the memory it claims."""
+        if self.memory_used is not None:
+            return self.memory_used
+        return self.memory_mb * hm.MIB
+
+
+def measured(instance: Instance, host: hm.HostState,
+             cutoff: datetime.datetime | None) -> Instance:
+    """``instance`` with what ``host``, where it runs, reported of it
+    since ``cutoff`` (``hm.stale_before``): stale or unknown entries leave
+    its load assumed."""
+    return dataclasses.replace(
+        instance,
+        cpu_percent=instance_metrics.instance_metric(
+            host, instance.uuid, instance_metrics.CPU_PERCENT, cutoff),
+        memory_used=instance_metrics.instance_metric(
+            host, instance.uuid, instance_metrics.MEMORY_USED, cutoff))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,16 +140,20 @@ class HostLoad:
     def node_id(self) -> int:
         return self.state.node_id
 
-    def share(self, vcpus: int) -> float:
+    def share(self, vcpus: float) -> float:
         """cpu.percent that ``vcpus`` busy vCPUs make on this host."""
         if self.state.vcpus <= 0:
             return 100.0
         return 100.0 * vcpus / self.state.vcpus
 
     def cpu_with(self, instance: Instance) -> float:
-        """Estimated cpu.percent after ``instance`` lands here (its vCPUs
-        assumed busy, as pending claims are by the host manager)."""
-        return (self.cpu_percent or 0.0) + self.share(instance.vcpus)
+        """Estimated cpu.percent after ``instance`` lands here: its
+        ``load``, measured or assumed."""
+        return (self.cpu_percent or 0.0) + self.share(instance.load)
+
+    def cpu_without(self, instance: Instance) -> float:
+        """Estimated cpu.percent once ``instance`` has left."""
+        return (self.cpu_percent or 0.0) - self.share(instance.load)
 
 
 @dataclasses.dataclass(frozen=True)

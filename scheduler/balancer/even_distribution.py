@@ -13,10 +13,14 @@ class EvenDistributionBalancer(base.BaseBalancer):
     high, counting the migrations already leaving it), to a host that
     stays under HighUtilization with the instance's vCPUs added.
 
-    The busiest host goes first. Of its instances, the smallest one whose
-    departure brings it under HighUtilization is preferred, else the
-    largest, which relieves it most. Hosts without a fresh cpu.percent
-    are neither sources nor destinations.
+    An instance's load is its fresh ``instance.cpu.percent`` when its
+    node reports one, else all its vCPUs (``base.Instance.load``), both
+    for what its departure relieves and for what it adds to the
+    destination. The busiest host goes first. Of its instances, those
+    whose departure brings it under HighUtilization are preferred, the
+    cheapest to migrate (least memory) first; else the one with the
+    largest load, which relieves it most. Hosts without a fresh
+    cpu.percent are neither sources nor destinations.
     """
 
     PARAMETERS = (base.HIGH_UTILIZATION, base.DURATION)
@@ -63,12 +67,16 @@ class EvenDistributionBalancer(base.BaseBalancer):
 
 def _relief_order(source: base.HostLoad,
                   high: float) -> list[base.Instance]:
-    """The smallest instances that bring ``source`` under ``high`` by
-    leaving, then the others, largest first."""
+    """The instances that bring ``source`` under ``high`` by leaving,
+    cheapest to migrate first (then the lightest, which burdens its
+    destination least), then the others, heaviest load first."""
     enough = sorted((instance for instance in source.instances
-                     if source.cpu_percent - source.share(instance.vcpus)
-                     < high), key=lambda instance: instance.vcpus)
+                     if source.cpu_without(instance) < high),
+                    key=lambda instance: (instance.migration_cost,
+                                          instance.load, instance.uuid))
     rest = sorted((instance for instance in source.instances
                    if instance not in enough),
-                  key=lambda instance: -instance.vcpus)
+                  key=lambda instance: (-instance.load,
+                                        instance.migration_cost,
+                                        instance.uuid))
     return enough + rest

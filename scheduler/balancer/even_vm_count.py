@@ -13,9 +13,10 @@ class EvenVmCountBalancer(base.BaseBalancer):
     host with at least two fewer (so that the move cannot be undone by the
     next tick). Counts include the migrations under way.
 
-    The most loaded host goes first, its smallest instance first;
-    destinations are offered fewest instances first. CPU utilisation is
-    not looked at.
+    The most loaded host goes first, the instance cheapest to migrate
+    (least memory, measured when fresh, else claimed) first, then the
+    least busy and smallest; destinations are offered fewest instances
+    first. Host CPU utilisation is not looked at.
     """
 
     PARAMETERS = (base.HIGH_VM_COUNT, base.MIGRATION_THRESHOLD)
@@ -40,5 +41,8 @@ class EvenVmCountBalancer(base.BaseBalancer):
             if not destinations:
                 continue
             for instance in sorted(source.instances,
-                                   key=lambda instance: instance.vcpus):
+                                   key=lambda instance: (
+                                       instance.migration_cost,
+                                       instance.load, instance.vcpus,
+                                       instance.uuid)):
                 yield base.Proposal(source, instance, destinations)

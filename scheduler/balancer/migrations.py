@@ -30,7 +30,8 @@ _NODES = models.ComputeNode.__table__
 
 
 #: Fields of PlannedMigration that are not columns of the migrations table.
-_DERIVED = ("vcpus", "bandwidth_mbps")
+_DERIVED = ("vcpus", "bandwidth_mbps", "load_vcpus", "load_percent",
+            "load_source")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +57,13 @@ class PlannedMigration:
     #: ``[migration] bandwidth``); None lets the hypervisor decide. Worked
     #: out when planned, not stored.
     bandwidth_mbps: int | None = None
+    #: The instance's CPU load the balancer counted (DESIGN §11), in busy
+    #: vCPUs and in % of its own vCPUs, and whether it was ``measured``
+    #: (a fresh instance.cpu.percent) or ``assumed`` (all vCPUs busy).
+    #: Known when planned, not stored: None for migrations read back.
+    load_vcpus: float | None = None
+    load_percent: float | None = None
+    load_source: str | None = None
 
     def as_dict(self) -> dict:
         """JSON-safe form (notifications, RPC, CLI)."""

@@ -199,21 +199,28 @@ class BalancePlanner:
         if max_migrations is not None:
             max_incoming = min(max_incoming, max_migrations)
             max_outgoing = min(max_outgoing, max_migrations)
+        cutoff = hm.stale_before(self.clock(), self.conf.metrics.max_age)
+        by_node = {host.node_id: host for host in hosts}
         outgoing: dict[int, int] = {}
         incoming: dict[int, int] = {}
-        leaving_vcpus: dict[int, int] = {}
+        leaving_vcpus: dict[int, float] = {}
         moving = set()
         for migration in active:
-            outgoing[migration.source_node_id] = outgoing.get(
-                migration.source_node_id, 0) + 1
+            source = migration.source_node_id
+            outgoing[source] = outgoing.get(source, 0) + 1
             incoming[migration.dest_node_id] = incoming.get(
                 migration.dest_node_id, 0) + 1
-            leaving_vcpus[migration.source_node_id] = leaving_vcpus.get(
-                migration.source_node_id, 0) + migration.vcpus
+            # What the instance leaving is measured to use on its source,
+            # as the balancer counted it when it planned the move.
+            leaving = base.Instance(migration.instance_uuid,
+                                    migration.vcpus, 0, 0)
+            if source in by_node:
+                leaving = base.measured(leaving, by_node[source], cutoff)
+            leaving_vcpus[source] = leaving_vcpus.get(source, 0.0) + \
+                leaving.load
             # The instance, and the migration's own destination claim.
             moving.update((migration.instance_uuid, migration.uuid))
         instances = self._instances([host.node_id for host in hosts])
-        cutoff = hm.stale_before(self.clock(), self.conf.metrics.max_age)
         loads = []
         for host in hosts:
             node = host.node_id
@@ -223,8 +230,8 @@ class BalancePlanner:
                           / host.vcpus, 0.0)
             loads.append(base.HostLoad(
                 state=host, cpu_percent=cpu,
-                instances=tuple(instance for instance
-                                in instances.get(node, ())
+                instances=tuple(base.measured(instance, host, cutoff)
+                                for instance in instances.get(node, ())
                                 if instance.uuid not in moving),
                 instance_count=len(host.instances) - outgoing.get(node, 0),
                 can_migrate=(incoming.get(node, 0) < max_incoming
@@ -300,7 +307,11 @@ class BalancePlanner:
                 state=migrations_mod.PLANNED, created_at=now,
                 updated_at=now, vcpus=instance.vcpus,
                 bandwidth_mbps=migration_policies.bandwidth_per_migration(
-                    self.conf, migration_policy))
+                    self.conf, migration_policy),
+                load_vcpus=round(instance.load, 3),
+                load_percent=(100.0 if instance.cpu_percent is None
+                              else instance.cpu_percent),
+                load_source=instance.load_source)
             if claim is not None:
                 try:
                     self.migrations.add(migration)

@@ -18,7 +18,9 @@ class PowerSavingBalancer(even_distribution.EvenDistributionBalancer):
     instance added and are neither under-utilised nor below
     LowUtilization now: load never goes to a host that is itself being
     emptied (no ping-pong). The host closest to empty is emptied first,
-    its largest instance first.
+    the instance with the largest load (measured or assumed, as
+    even_distribution counts it) first, while destinations have most
+    room.
     """
 
     PARAMETERS = (base.HIGH_UTILIZATION, base.LOW_UTILIZATION, base.DURATION)
@@ -60,7 +62,9 @@ class PowerSavingBalancer(even_distribution.EvenDistributionBalancer):
                               host.state.host))
         for source in sources:
             for instance in sorted(source.instances,
-                                   key=lambda instance: -instance.vcpus):
+                                   key=lambda instance: (
+                                       -instance.load, -instance.vcpus,
+                                       instance.uuid)):
                 destinations = tuple(
                     host for host in receivers if host is not source
                     and host.cpu_with(instance) < high)

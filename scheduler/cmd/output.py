@@ -288,7 +288,8 @@ def explain(document: dict, fmt: str) -> str:
 
 
 MIGRATION_COLUMNS = ("cluster", "cluster_policy", "instance_uuid",
-                     "source_host", "dest_host", "vcpus", "state", "uuid")
+                     "source_host", "dest_host", "vcpus", "load_vcpus",
+                     "load_source", "state", "uuid")
 
 
 def migrations(planned: Sequence[dict], fmt: str, dry_run: bool) -> str:
@@ -296,7 +297,9 @@ def migrations(planned: Sequence[dict], fmt: str, dry_run: bool) -> str:
     each); JSON gives the dicts whole."""
     if fmt == "json":
         return _json(list(planned))
-    rows = [[m[column] for column in MIGRATION_COLUMNS] for m in planned]
+    # .get: the load (DESIGN §11) is missing from older services' answers.
+    rows = [[m.get(column) for column in MIGRATION_COLUMNS]
+            for m in planned]
     if fmt == "csv":
         return _csv(MIGRATION_COLUMNS, rows)
     if not planned:
