@@ -22,6 +22,9 @@ class SameHostFilter(BaseHostFilter):
     """With the ``same_host`` hint (one instance uuid or a list), keeps
     only hosts running at least one of those instances."""
 
+    def applies(self, spec: RequestSpec) -> bool:
+        return bool(spec.hint_list("same_host"))
+
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
         wanted = spec.hint_list("same_host")
         if not wanted or host.instances.intersection(wanted):
@@ -33,6 +36,9 @@ class SameHostFilter(BaseHostFilter):
 class DifferentHostFilter(BaseHostFilter):
     """With the ``different_host`` hint (one instance uuid or a list),
     rejects hosts running any of those instances."""
+
+    def applies(self, spec: RequestSpec) -> bool:
+        return bool(spec.hint_list("different_host"))
 
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
         present = host.instances.intersection(
@@ -48,6 +54,9 @@ class ServerGroupAffinityFilter(BaseHostFilter):
     ``affinity``, keeps only hosts already running a member
     (``spec.group_hosts``); the first member may go anywhere."""
 
+    def applies(self, spec: RequestSpec) -> bool:
+        return spec.group_policy == "affinity" and bool(spec.group)
+
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
         if spec.group_policy != "affinity" or not spec.group:
             return None
@@ -61,6 +70,9 @@ class ServerGroupAffinityFilter(BaseHostFilter):
 class ServerGroupAntiAffinityFilter(BaseHostFilter):
     """For a server group (``group`` hint) with ``group_policy`` =
     ``anti-affinity``, rejects hosts already running a member."""
+
+    def applies(self, spec: RequestSpec) -> bool:
+        return spec.group_policy == "anti-affinity" and bool(spec.group)
 
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
         if spec.group_policy != "anti-affinity" or not spec.group:

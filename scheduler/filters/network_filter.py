@@ -10,6 +10,9 @@ class NetworkFilter(BaseHostFilter):
     """Rejects hosts lacking any network of the request's
     ``requested_networks`` (checked against ``HostState.networks``)."""
 
+    def applies(self, spec: RequestSpec) -> bool:
+        return bool(spec.requested_networks)
+
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
         missing = sorted(set(spec.requested_networks) - host.networks)
         if not missing:
