@@ -74,6 +74,15 @@ class ClusterPolicy:
     balancer: str | None = None
     balancer_parameters: Mapping[str, int] = dataclasses.field(
         default_factory=dict)
+    #: Bumped by every API edit of a stored policy; None from the config.
+    version: int | None = None
+
+    @property
+    def label(self) -> str:
+        """The name, with the version of a stored policy: what decision
+        logs and explain name, so that an edit shows."""
+        return self.name if self.version is None else \
+            f"{self.name} v{self.version}"
 
     @property
     def group(self) -> str:
@@ -173,6 +182,32 @@ def _read(conf: cfg.ConfigOpts
         except exception.ConfigError as e:
             problems.append(e)
     return PolicySet(policies, mapping, default), problems
+
+
+def config_policy_names(conf: cfg.ConfigOpts) -> list[str]:
+    """The built-ins and the [policy:NAME] groups of the config files."""
+    groups = policy_conf.register_policy_groups(conf)
+    written = {group[len(policy_conf.POLICY_GROUP_PREFIX):]
+               for group in groups} - {""}
+    return sorted(set(BUILTIN_POLICIES) | written)
+
+
+def config_options(conf: cfg.ConfigOpts, name: str) -> dict[str, object]:
+    """The options of config policy ``name`` as a [policy:NAME] group
+    writes them (built-in defaults merged); what ``build_policy`` takes."""
+    group = policy_conf.POLICY_GROUP_PREFIX + name
+    registered = set(policy_conf.register_policy_groups(conf))
+    return _options(conf, name, group if group in registered else None)
+
+
+def build_policy(conf: cfg.ConfigOpts, name: str,
+                 options: Mapping[str, object],
+                 version: int | None = None) -> ClusterPolicy:
+    """Validate one policy written as [policy:NAME] options; raises the
+    ConfigError of its first problem. The one validation path of config
+    files, start-up, ``config check`` and the REST API."""
+    policy = _build(conf, name, options)
+    return dataclasses.replace(policy, version=version)
 
 
 def _options(conf: cfg.ConfigOpts, name: str,

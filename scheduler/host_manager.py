@@ -660,6 +660,10 @@ class HostManager:
         self._completed = 0
         #: Counters of the last successful refresh, None before the first.
         self.last_refresh: RefreshStats | None = None
+        #: Called with the refresh's connection after each read (the live
+        #: policies' generation check), so that they cost no connection
+        #: of their own.
+        self.refresh_hooks: list[Callable[[sa.Connection], None]] = []
 
     def host_table(self, now: float | None = None) -> HostTable:
         """``host_states()`` as a HostTable, whose columns carry over from
@@ -753,6 +757,8 @@ class HostManager:
                     else:
                         changes = self._read_changed(
                             connection, now, opts.refresh_overlap, ratios)
+                    for hook in self.refresh_hooks:
+                        hook(connection)
                 break
             except sa_exc.DBAPIError as e:
                 if not e.connection_invalidated or attempt == 2:

@@ -65,6 +65,7 @@ from scheduler.balancer.planner import BalancePlanner
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.filters import json_filter
+from scheduler.live_policies import LivePolicies
 from scheduler.release_journal import ReleaseJournal
 from scheduler.release_journal import journal_directory
 from scheduler.request_spec import RequestSpec
@@ -630,11 +631,18 @@ class SchedulerManager:
         self.scheduler = scheduler or filter_scheduler.FilterScheduler(conf)
         self.host_manager = self.scheduler.host_manager
         self.policies = cluster_policy.load_policies(conf)
-        self._schedulers = self.policies.schedulers(conf, self.host_manager)
-        self._schedulers[None] = self.scheduler
+        schedulers = self.policies.schedulers(conf, self.host_manager)
+        schedulers[None] = self.scheduler
+        # The policies in use and their schedulers, swapped as one by
+        # _use_policies so that a request never sees one without the other.
+        self._active = (self.policies, schedulers)
         #: Plans balancing migrations (``balance()``, the periodic task).
         self.planner = BalancePlanner(conf, self.host_manager,
                                       self.policies)
+        # Policies the REST API stores: read with each host refresh.
+        self.live_policies = LivePolicies(conf, self.policies,
+                                          self._use_policies)
+        self.host_manager.refresh_hooks.append(self.live_policies.observe)
         self.claims = claims.Claims(conf)
         self.deferred_releases = claims.DeferredReleases(
             self.claims, journal=ReleaseJournal(journal_directory(conf)))
@@ -699,7 +707,8 @@ class SchedulerManager:
         spec = self._spec(spec_dict, uuids)
         report.instances = len(uuids)
         report.cluster = spec.cluster
-        report.policy = self.policies.name_for(spec.cluster)
+        policy = self.policies.for_cluster(spec.cluster)
+        report.policy = None if policy is None else policy.label
         self._scheduler(spec).validate(spec)
         self.stats.add(requests=1)
         opts = self.conf.scheduler
@@ -964,13 +973,35 @@ class SchedulerManager:
         JSON form: selected, summary, hosts)."""
         spec_dict, _ = validate_request(request_spec)
         spec = self._spec(spec_dict)
+        policies, _ = self._active
         with self._database_errors("explain"):
-            return self._scheduler(spec).explain(spec).as_dict()
+            result = self._scheduler(spec).explain(spec).as_dict()
+        # Which policy decided, with the version of an API-stored one.
+        policy = policies.for_cluster(spec.cluster)
+        result["policy"] = None if policy is None else policy.label
+        return result
 
     def _scheduler(self, spec: RequestSpec
                    ) -> filter_scheduler.FilterScheduler:
         """The filter scheduler of the request's cluster policy."""
-        return self._schedulers[self.policies.name_for(spec.cluster)]
+        policies, schedulers = self._active
+        return schedulers[policies.name_for(spec.cluster)]
+
+    def _use_policies(self, policies: cluster_policy.PolicySet) -> None:
+        """Put the live PolicySet in use: new filter schedulers for new
+        or changed policies only, then one swap."""
+        old_policies, old = self._active
+        schedulers = {None: self.scheduler}
+        for name, policy in policies.policies.items():
+            if old_policies.policies.get(name) == policy and name in old:
+                schedulers[name] = old[name]
+            else:
+                schedulers[name] = filter_scheduler.FilterScheduler(
+                    self.conf, host_manager=self.host_manager,
+                    pipeline=policy.pipeline())
+        self._active = (policies, schedulers)
+        self.policies = policies
+        self.planner.use_policies(policies)
 
     # balance
 

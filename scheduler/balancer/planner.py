@@ -328,6 +328,15 @@ class BalancePlanner:
             return migration
         return None
 
+    def use_policies(self, policies: cluster_policy.PolicySet) -> None:
+        """Plan the next ticks with ``policies`` (changed through the
+        REST API); filter schedulers of changed policies are rebuilt."""
+        self._schedulers = {
+            name: scheduler for name, scheduler in self._schedulers.items()
+            if policies.policies.get(name) == self.policies.policies.get(
+                name)}
+        self.policies = policies
+
     def _scheduler(self, policy: cluster_policy.ClusterPolicy
                    ) -> filter_scheduler.FilterScheduler:
         scheduler = self._schedulers.get(policy.name)

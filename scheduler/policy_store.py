@@ -1,0 +1,140 @@
+"""Scheduling policies and cluster settings stored by the REST API, as
+the engine uses them.
+
+The API writes ``scheduling_policies`` (with their units) and
+``cluster_settings`` and bumps ``policy_generation`` in the same
+transaction. A worker reads the generation with each host refresh
+(``scheduler.live_policies``) and, only when it moved, reads the rest
+and rebuilds its PolicySet with ``live_policy_set``: stored policies are
+validated by ``cluster_policy.build_policy``, as config-file ones are.
+"""
+
+import json
+import logging
+from collections.abc import Mapping
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from oslo_config import cfg
+
+from scheduler import cluster_policy
+from scheduler import exception
+from scheduler import policy_units
+from scheduler.db import models
+
+LOG = logging.getLogger(__name__)
+
+_POLICIES = models.SchedulingPolicy.__table__
+_UNITS = models.SchedulingPolicyUnit.__table__
+_SETTINGS = models.ClusterSetting.__table__
+_GENERATION = models.PolicyGeneration.__table__
+
+GENERATION_QUERY = sa.select(_GENERATION.c.generation).where(
+    _GENERATION.c.id == 1)
+
+
+def read_generation(connection: sa.Connection) -> int:
+    return connection.execute(GENERATION_QUERY).scalar() or 0
+
+
+def options_of(policy: Mapping, units: Sequence[Mapping]
+               ) -> dict[str, object]:
+    """A stored policy (row and unit rows) as [policy:NAME] options."""
+    ordered = sorted(units, key=lambda u: u["ordinal"])
+    options: dict[str, object] = {
+        "filters": [u["unit_name"] + (f":{u['position']}"
+                                      if u["position"] else "")
+                    for u in ordered
+                    if u["unit_type"] == policy_units.FILTER],
+        "weighers": [f"{u['unit_name']}:{u['factor']}" for u in ordered
+                     if u["unit_type"] == policy_units.WEIGHT],
+        "balancer": policy["balancer"] or cluster_policy.NO_BALANCER,
+        "balancer_parameters": [
+            f"{k}:{v}" for k, v in json.loads(policy["properties"]).items()],
+    }
+    if policy["normalization"] is not None:
+        options["normalization"] = policy["normalization"]
+    return options
+
+
+def stored_policies(connection: sa.Connection
+                    ) -> list[tuple[dict, list[dict]]]:
+    """Every stored policy row with its unit rows, by name."""
+    rows = [dict(r._mapping) for r in connection.execute(
+        sa.select(_POLICIES).order_by(_POLICIES.c.name))]
+    units: dict[str, list[dict]] = {}
+    for unit in connection.execute(sa.select(_UNITS)):
+        units.setdefault(unit.policy_id, []).append(dict(unit._mapping))
+    return [(row, units.get(row["id"], [])) for row in rows]
+
+
+def cluster_settings(connection: sa.Connection) -> list[dict]:
+    return [dict(r._mapping) for r in connection.execute(
+        sa.select(_SETTINGS).order_by(_SETTINGS.c.cluster))]
+
+
+def _with_overrides(conf: cfg.ConfigOpts, policy: cluster_policy.ClusterPolicy,
+                    options: Mapping[str, object], cluster: str,
+                    overrides: Mapping[str, object]
+                    ) -> cluster_policy.ClusterPolicy:
+    """The cluster's own copy of ``policy`` with its parameter overrides,
+    named ``policy@cluster`` so that logs and metrics tell them apart."""
+    merged = dict(options)
+    merged["balancer_parameters"] = list(
+        merged.get("balancer_parameters", [])) + [
+        f"{k}:{v}" for k, v in overrides.items()]
+    return cluster_policy.build_policy(conf, f"{policy.name}@{cluster}",
+                                       merged, policy.version)
+
+
+def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
+                    connection: sa.Connection) -> cluster_policy.PolicySet:
+    """``base`` (the config files') with the stored policies added and
+    the stored cluster assignments winning over ``cluster_policies``.
+
+    A stored policy that no longer validates (a plugin it names was
+    uninstalled) is skipped with an ERROR; its clusters keep the config
+    file's policy.
+    """
+    policies = dict(base.policies)
+    options_by_id: dict[str, tuple[str, dict]] = {}
+    for row, units in stored_policies(connection):
+        options = options_of(row, units)
+        try:
+            policies[row["name"]] = cluster_policy.build_policy(
+                conf, row["name"], options, row["version"])
+        except exception.ConfigError as e:
+            LOG.error("Stored scheduling policy %s is unusable, its "
+                      "clusters keep their configured policy: %s",
+                      row["name"], e)
+            continue
+        options_by_id[row["id"]] = (row["name"], options)
+    for name in cluster_policy.config_policy_names(conf):
+        options_by_id.setdefault(policy_units.config_policy_id(name),
+                                 (name, {}))
+    mapping = dict(base.cluster_policies)
+    for setting in cluster_settings(connection):
+        found = options_by_id.get(setting["scheduling_policy_id"] or "")
+        if found is None:
+            continue
+        name, options = found
+        try:
+            if name not in policies:
+                options = cluster_policy.config_options(conf, name)
+                policies[name] = cluster_policy.build_policy(
+                    conf, name, options)
+            elif not options:
+                options = cluster_policy.config_options(conf, name)
+            overrides = json.loads(setting["properties"] or "{}")
+            if overrides:
+                own = _with_overrides(conf, policies[name], options,
+                                      setting["cluster"], overrides)
+                policies[own.name] = own
+                name = own.name
+        except exception.ConfigError as e:
+            LOG.error("Policy %s of cluster %s is unusable, the cluster "
+                      "keeps its configured policy: %s", name,
+                      setting["cluster"], e)
+            continue
+        mapping[setting["cluster"]] = name
+    return cluster_policy.PolicySet(policies, mapping, base.default_policy)
