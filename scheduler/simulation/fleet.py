@@ -10,6 +10,7 @@ also gets an ``instance.cpu.percent`` entry (percent of its own vCPUs).
 """
 
 import dataclasses
+import datetime
 import json
 import uuid
 
@@ -26,14 +27,6 @@ HOST_RESERVED_MB = 4096
 NAME_PREFIX = "sim-"
 
 _NODES = models.ComputeNode.__table__
-_REPORT = (_NODES.update()
-           .where(_NODES.c.id == sa.bindparam("node_id"))
-           .values(metrics=sa.bindparam("metrics"),
-                   metrics_updated_at=sa.bindparam("now"),
-                   updated_at=sa.bindparam("now"),
-                   changed_at=sa.bindparam("now"),
-                   memory_mb_used=sa.bindparam("memory_mb_used"),
-                   generation=_NODES.c.generation + 1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +57,7 @@ class SimulatedFleet:
         #: Database id of node ``i``, and the reverse.
         self.node_ids: list[int] = []
         self.index_of: dict[int, int] = {}
+        self._instance_prefixes: dict[str, str] = {}
 
     def create(self) -> None:
         """Insert the nodes, idle, as reported now."""
@@ -76,7 +70,8 @@ class SimulatedFleet:
             "memory_mb": spec.memory_mb, "local_gb": spec.disk_gb,
             "memory_mb_used": HOST_RESERVED_MB, "local_gb_used": 0,
             "cpu_info": json.dumps({"arch": "x86_64"}), "networks": "[]",
-            "metrics": self._metrics(now, 0.0, HOST_RESERVED_MB, ()),
+            "metrics": self._metrics(now.isoformat() + "Z", 0.0,
+                                     HOST_RESERVED_MB, ()),
             "metrics_updated_at": now, "updated_at": now, "changed_at": now,
             "created_at": now, "disabled": False, "generation": 0,
         } for i in range(spec.hosts)]
@@ -95,36 +90,65 @@ class SimulatedFleet:
         transaction: their cpu.percent, memory in use (MiB) and, per
         host, (instance uuid, instance cpu percent) pairs."""
         now = clock.utcnow()
-        rows = [{"node_id": self.node_ids[host],
-                 "metrics": self._metrics(now, float(cpu),
-                                          int(memory), vms),
-                 "now": now, "memory_mb_used": int(memory)}
-                for host, cpu, memory, vms in zip(
-                    hosts.tolist(), cpu_percent.tolist(),
-                    memory_mb_used.tolist(), instances, strict=True)]
-        with self.engine.begin() as connection:
-            connection.execute(_REPORT, rows)
-
-    def _metrics(self, now, cpu: float, memory_mb_used: int,
-                 instances) -> str:
-        # Built as text: this runs for every node at every report, and
-        # json.dumps of the dicts costs several times more.
         stamp = now.isoformat() + "Z"
+        with self.engine.begin() as connection:
+            stored = self._stored_time(connection, now)
+            rows = [(self._metrics(stamp, cpu, memory, vms), stored, stored,
+                     stored, memory, self.node_ids[host])
+                    for host, cpu, memory, vms in zip(
+                        hosts.tolist(), cpu_percent.tolist(),
+                        memory_mb_used.tolist(), instances, strict=True)]
+            # The driver's own executemany: a report of every node every
+            # interval is most of a simulation's writes, and SQLAlchemy's
+            # per-row parameter handling would double their cost.
+            connection.exec_driver_sql(self._report_sql(connection), rows)
+
+    def _report_sql(self, connection: sa.Connection) -> str:
+        mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+        return (f"UPDATE compute_nodes SET metrics = {mark}, "
+                f"metrics_updated_at = {mark}, updated_at = {mark}, "
+                f"changed_at = {mark}, memory_mb_used = {mark}, "
+                f"generation = generation + 1 WHERE id = {mark}")
+
+    @staticmethod
+    def _stored_time(connection: sa.Connection, now: datetime.datetime):
+        """``now`` as the dialect stores a PreciseDateTime (SQLite keeps
+        text, compared as text: it must be formatted as SQLAlchemy
+        does)."""
+        dialect = connection.dialect
+        process = _NODES.c.changed_at.type.dialect_impl(
+            dialect).bind_processor(dialect)
+        return now if process is None else process(now)
+
+    def _metrics(self, stamp: str, cpu: float, memory_mb_used: int,
+                 instances) -> str:
+        # Built as text from pieces made once: this runs for every node at
+        # every report, and json.dumps of dicts costs several times more.
         total = self.spec.memory_mb * MIB
         used = min(memory_mb_used * MIB, total)
         free = total - used
-        host = (("cpu.percent", cpu), ("memory.total", total),
-                ("memory.used", used), ("memory.free", free),
-                ("memory.available", free),
-                ("memory.percent", 100.0 * used / total))
-        entries = [f'{{"name": "{name}", "value": {value!r}, '
-                   f'"source": "simulator", "timestamp": "{stamp}"}}'
-                   for name, value in host]
-        entries.extend(
-            f'{{"name": "instance.cpu.percent", "value": {value:.2f}, '
-            f'"instance": "{instance}", "timestamp": "{stamp}"}}'
-            for instance, value in instances)
-        return "[" + ", ".join(entries) + "]"
+        tail = f', "source": "simulator", "timestamp": "{stamp}"}}'
+        parts = [
+            f'[{{"name": "cpu.percent", "value": {cpu!r}{tail}, '
+            f'{{"name": "memory.total", "value": {total}{tail}, '
+            f'{{"name": "memory.used", "value": {used}{tail}, '
+            f'{{"name": "memory.free", "value": {free}{tail}, '
+            f'{{"name": "memory.available", "value": {free}{tail}, '
+            f'{{"name": "memory.percent", "value": '
+            f'{100.0 * used / total!r}{tail}']
+        if instances:
+            tail = f', "timestamp": "{stamp}"}}'
+            prefixes = self._instance_prefixes
+            parts.extend(
+                f"{prefixes.get(instance) or self._prefix(instance)}"
+                f"{value:.2f}{tail}" for instance, value in instances)
+        return ", ".join(parts) + "]"
+
+    def _prefix(self, instance: str) -> str:
+        prefix = self._instance_prefixes[instance] = (
+            f'{{"name": "instance.cpu.percent", "instance": "{instance}", '
+            '"value": ')
+        return prefix
 
 
 def clear(engine: sa.Engine) -> None:

@@ -114,3 +114,36 @@ def test_database_with_real_nodes_is_refused(run_console_script,
     assert result.returncode == 2
     assert "1 compute node(s) that the simulator did not create" in \
         result.stderr
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mysql"])
+def test_runs_on_a_configured_database_twice(run_console_script,
+                                             write_config, request,
+                                             backend):
+    # The nodes' reports go through the driver's own executemany: each
+    # backend's parameter style and stored time format must match what
+    # the engine reads. A second run finds the first one's nodes and
+    # starts from an empty fleet again.
+    url = request.getfixturevalue(f"{backend}_url")
+    config = write_config({"database": {"connection": url}})
+    results = []
+    for _ in range(2):
+        result = run_console_script(
+            "scheduler-manage", "simulate", "--synthetic", "60", "--hosts",
+            "4", "--duration", "900", "--format", "json",
+            config_file=config, timeout=300)
+        assert result.returncode == 0, result.stderr
+        results.append(json.loads(result.stdout)["runs"][0])
+    first, second = results
+    assert first["placed"] > 0
+    for key in ("vms", "placed", "rejected", "hosts_used_peak",
+                "hot_host_minutes", "cpu_stddev_mean", "herd_max"):
+        assert first[key] == second[key], key
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.connect() as connection:
+        nodes = connection.execute(sa.select(
+            models.ComputeNode.__table__.c.metrics_updated_at)).all()
+    engine.dispose()
+    # Reported in simulated time, on the last report before 900 s.
+    assert len(nodes) == 4
+    assert all(row[0].year == 2026 and row[0].month == 1 for row in nodes)
