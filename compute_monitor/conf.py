@@ -20,7 +20,8 @@ monitor_opts = [
         default=["cpu", "memory", "network", "disk"],
         help="Monitor plugins to run, by entry-point name in the "
         "compute_monitor.monitors namespace. Built in: cpu, memory, "
-        "network, disk, file.",
+        "network, disk, file, libvirt (per-instance load; needs "
+        "libvirt-python).",
     ),
     cfg.IntOpt(
         "interval",
@@ -35,6 +36,15 @@ monitor_opts = [
         help="JSON file read by the file monitor every cycle: either an "
         'object {"metric.name": number, ...} or a list of '
         '{"name": ..., "value": ...} entries.',
+    ),
+    cfg.StrOpt(
+        "libvirt_uri",
+        default="qemu:///system",
+        help="Hypervisor connection the libvirt monitor reads (read-only), "
+        "as libvirt URIs are written: qemu:///system for the local KVM "
+        "host, test:///default for libvirt's built-in test driver (a "
+        "trial without a hypervisor), test:///path/to/node.xml for a test "
+        "driver fleet of your own.",
     ),
     cfg.StrOpt(
         "instances_path",
