@@ -6,9 +6,11 @@ import re
 
 from oslo_config import cfg
 
+from compute_monitor import units
+
 METRIC_NAME_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 #: Names of instance entries (DESIGN §11), which carry ``"instance"``.
-INSTANCE_PREFIX = "instance."
+INSTANCE_PREFIX = units.INSTANCE_PREFIX
 
 
 def utc_timestamp() -> str:

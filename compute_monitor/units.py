@@ -34,7 +34,21 @@ BUILTIN_UNITS: dict[str, str] = {
     "disk.used": "bytes",
     "disk.free": "bytes",
     "disk.percent": "%",
+    # The libvirt monitor: the hypervisor's figures...
+    "hypervisor.cpu.percent": _CPU_SHARE,
+    "hypervisor.memory.total": "bytes",
+    "hypervisor.memory.free": "bytes",
+    "hypervisor.memory.allocated": "bytes",
+    "hypervisor.vcpus.used": "vCPUs",
+    "hypervisor.instances": "running instances",
+    # ... and each instance's (entries with "instance": uuid).
+    "instance.cpu.percent": "% of the instance's own vCPUs over the last "
+                            "interval",
+    "instance.memory.used": "bytes",
 }
+
+#: Names of per-instance entries, never weighed (balancers read them).
+INSTANCE_PREFIX = "instance."
 
 
 def unit(name: str) -> str | None:

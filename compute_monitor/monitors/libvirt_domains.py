@@ -65,6 +65,12 @@ class LibvirtMonitor(base.ResourceMonitorPluginBase):
     """
 
     source = "libvirt"
+    #: Everything it may report (without a connection or libvirt-python).
+    METRIC_NAMES = frozenset({
+        "instance.cpu.percent", "instance.memory.used",
+        "hypervisor.instances", "hypervisor.vcpus.used",
+        "hypervisor.memory.allocated", "hypervisor.memory.total",
+        "hypervisor.memory.free", "hypervisor.cpu.percent"})
 
     def __init__(self, conf: cfg.ConfigOpts) -> None:
         super().__init__(conf)
@@ -76,10 +82,7 @@ class LibvirtMonitor(base.ResourceMonitorPluginBase):
         self._baseline = False
 
     def get_metric_names(self) -> set[str]:
-        return {"instance.cpu.percent", "instance.memory.used",
-                "hypervisor.instances", "hypervisor.vcpus.used",
-                "hypervisor.memory.allocated", "hypervisor.memory.total",
-                "hypervisor.memory.free", "hypervisor.cpu.percent"}
+        return set(self.METRIC_NAMES)
 
     def get_metrics(self) -> list[dict]:
         libvirt = self._libvirt

@@ -62,10 +62,17 @@ def _group() -> cfg.OptGroup:
 
 def _builtin_metrics() -> str:
     by_unit: dict[str, list[str]] = {}
+    per_instance = []
     for name, unit in units.BUILTIN_UNITS.items():
-        by_unit.setdefault(unit, []).append(name)
-    return "; ".join(f"{', '.join(names)} ({unit})"
-                     for unit, names in by_unit.items())
+        if name.startswith(units.INSTANCE_PREFIX):
+            per_instance.append(f"{name} ({unit})")
+        else:
+            by_unit.setdefault(unit, []).append(name)
+    return ("; ".join(f"{', '.join(names)} ({unit})"
+                      for unit, names in by_unit.items())
+            # Named, so that nobody tries to weigh them.
+            + ". Per instance, read by the balancers and never weighed: "
+            + "; ".join(per_instance))
 
 
 metrics_opts = [
