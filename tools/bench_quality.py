@@ -73,6 +73,7 @@ def main() -> int:
     parser.add_argument("--trace", default=SAMPLE)
     parser.add_argument("--synthetic", type=int, metavar="N")
     parser.add_argument("--hosts", type=int, default=100)
+    parser.add_argument("--clusters", type=int, default=1)
     parser.add_argument("--duration", type=float)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--herd", action="store_true",
@@ -81,7 +82,8 @@ def main() -> int:
     logging.getLogger("scheduler").setLevel(logging.WARNING)
     workload = (trace.synthetic(args.synthetic, args.seed)
                 if args.synthetic else trace.read_vmtable(args.trace))
-    settings = runner.Settings(fleet=fleet.FleetSpec(args.hosts, 32, 131072),
+    settings = runner.Settings(fleet=fleet.FleetSpec(args.hosts, 32, 131072,
+                                                     clusters=args.clusters),
                                seed=args.seed, duration=args.duration)
     with tempfile.TemporaryDirectory() as directory:
         runs, _ = simulate.run_all(
@@ -89,6 +91,7 @@ def main() -> int:
             settings)
         for run in runs:
             print(f"config={run['config']} hosts={args.hosts} "
+                  f"clusters={args.clusters} "
                   f"vms={run['vms']} "
                   f"hot_host_minutes={run['hot_host_minutes']:g} "
                   f"cpu_stddev_mean={run['cpu_stddev_mean']:g} "

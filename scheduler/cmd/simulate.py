@@ -39,6 +39,10 @@ def add_parser(subparsers) -> None:
                           help="N VMs drawn like that dataset")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hosts", type=int, default=100)
+    parser.add_argument("--clusters", type=int, default=1,
+                        help="deal the hosts round-robin into this many "
+                        "clusters (balancers plan one migration per "
+                        "cluster and tick)")
     parser.add_argument("--host-vcpus", type=int, default=32)
     parser.add_argument("--host-memory-mb", type=int, default=131072)
     parser.add_argument("--duration", type=float, metavar="SECONDS",
@@ -132,6 +136,9 @@ def simulate(conf: cfg.ConfigOpts) -> int:
     if args.hosts < 1:
         return _fail(f"--hosts {args.hosts}: the fleet needs at least one "
                      "host")
+    if not 1 <= args.clusters <= args.hosts:
+        return _fail(f"--clusters {args.clusters}: expected 1 to --hosts "
+                     f"({args.hosts})")
     if min(args.host_vcpus, args.host_memory_mb) < 1:
         return _fail("--host-vcpus and --host-memory-mb must be positive")
     if args.report_interval <= 0 or (args.duration is not None
@@ -157,7 +164,7 @@ def simulate(conf: cfg.ConfigOpts) -> int:
         logging.getLogger("scheduler").logger.setLevel(logging.WARNING)
     settings = runner.Settings(
         fleet=fleet.FleetSpec(args.hosts, args.host_vcpus,
-                              args.host_memory_mb),
+                              args.host_memory_mb, clusters=args.clusters),
         seed=args.seed, report_interval=args.report_interval,
         duration=args.duration)
     try:

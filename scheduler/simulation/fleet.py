@@ -35,6 +35,15 @@ class FleetSpec:
     vcpus: int
     memory_mb: int
     disk_gb: int = 100000
+    #: Nodes are dealt round-robin into this many clusters; with one,
+    #: they belong to no cluster.
+    clusters: int = 1
+
+    def cluster(self, index: int) -> str | None:
+        """The cluster of node ``index``."""
+        if self.clusters <= 1:
+            return None
+        return f"{NAME_PREFIX}c{index % self.clusters}"
 
 
 def host_name(index: int) -> str:
@@ -65,7 +74,7 @@ class SimulatedFleet:
         spec = self.spec
         rows = [{
             "uuid": str(uuid.UUID(int=(1 << 64) + i)), "host": host_name(i),
-            "hypervisor_hostname": host_name(i), "cluster": None,
+            "hypervisor_hostname": host_name(i), "cluster": spec.cluster(i),
             "availability_zone": "nova", "vcpus": spec.vcpus,
             "memory_mb": spec.memory_mb, "local_gb": spec.disk_gb,
             "memory_mb_used": HOST_RESERVED_MB, "local_gb_used": 0,

@@ -110,8 +110,14 @@ class Simulation:
         result["wall_seconds"] = round(time.perf_counter() - began, 3)
         return result
 
+    def _policy(self):
+        """The cluster policy of the nodes (of their first cluster: the
+        simulator maps no cluster to a policy of its own)."""
+        return self.manager.policies.for_cluster(
+            self.settings.fleet.cluster(0))
+
     def _hot_threshold(self) -> float:
-        policy = self.manager.policies.for_cluster(None)
+        policy = self._policy()
         if policy is None:
             return DEFAULT_HOT
         return float(policy.balancer_parameters.get("HighUtilization",
@@ -137,8 +143,7 @@ class Simulation:
             self._push(self.balance_interval, _BALANCE)
 
     def _balance_interval(self) -> float:
-        # The simulated nodes belong to no cluster: the default policy's.
-        policy = self.manager.policies.for_cluster(None)
+        policy = self._policy()
         if policy is None or policy.balancer is None:
             return 0.0
         return float(self.conf.balancer.interval)

@@ -115,3 +115,24 @@ def test_pending_claims_keep_a_burst_from_herding(unit_ratio_config):
     work = _steady(*((second, 900, 1, 512, 50.0) for second in range(5)))
     result = _run(unit_ratio_config, work, hosts=5, duration=60.0)
     assert result["herd_max"] == 1 and result["hosts_used_peak"] == 5
+
+
+def test_each_cluster_is_balanced(unit_ratio_config):
+    # Two clusters of two nodes, each with a node packed hot: the
+    # balancer plans one migration per cluster and tick, so both move
+    # at the first tick.
+    unit_ratio_config.set_override("default_policy", "evenly_distributed",
+                                   group="scheduler")
+    unit_ratio_config.set_override("weight_classes", ["RAMWeigher"],
+                                   group="filter_scheduler")
+    unit_ratio_config.set_override("ram_weight_multiplier", -1.0,
+                                   group="filter_scheduler")
+    work = _steady(*((second, 3600, 2, 1024, 100.0) for second in range(4)))
+    settings = runner.Settings(
+        fleet=fleet.FleetSpec(4, 4, 8192, clusters=2), seed=0,
+        report_interval=60.0, duration=240.0)
+    simulation = runner.Simulation(unit_ratio_config, work, settings)
+    result = simulation.run()
+    assert fleet.FleetSpec(4, 4, 8192, clusters=2).cluster(3) == "sim-c1"
+    assert result["migrations"] == 2
+    assert all(len(vms) == 1 for vms in simulation.on_host)
