@@ -94,6 +94,28 @@ metrics_opts = [
         "fleet reports (the file monitor's and plugins' too) with its "
         "unit, sources and how many hosts report it.",
     ),
+    cfg.StrOpt(
+        "weight_setting_scale",
+        default="raw",
+        choices=[
+            ("raw", "sum(ratio x value), each value in its metric's unit "
+             "(Nova's behaviour): the ratios must also convert units, as "
+             "memory.free=1e-9 does. resources:<metric>=max|min goals are "
+             "each divided by their largest absolute value."),
+            ("minmax", "Recommended. Each metric is first scaled over the "
+             "candidate hosts, towards the end its ratio prefers: the "
+             "best host gets |ratio|, the worst 0, so ratios say only how "
+             "much each metric matters (memory.free=1, cpu.percent=-2: "
+             "CPU counts twice as much as memory, whatever the units)."),
+            ("rank", "Each metric is replaced by the host's rank among the "
+             "candidates on it (best n-1, worst 0) times |ratio|: only "
+             "the order counts, not how far apart the hosts are."),
+        ],
+        help="How the metrics of weight_setting (and several "
+        "resources:<metric>=max|min goals of a flavor) are put on one "
+        "scale before they are summed. A host missing a metric, or "
+        "holding a stale one, takes no part in scaling the others.",
+    ),
     cfg.BoolOpt(
         "required",
         default=True,

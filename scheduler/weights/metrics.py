@@ -12,13 +12,16 @@ from scheduler.host_table import HostTable
 from scheduler.host_table import fresh_metric
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
+from scheduler.weights import metric_scale
 
 
 class MetricsWeigher(BaseHostWeigher):
     """Weighs ``sum(ratio x metric value)`` over ``[metrics]
     weight_setting`` (``name=ratio, ...``), with values adjusted for
     pending claims and older than ``[metrics] max_age`` counted as
-    unavailable. Scaled by ``[metrics] weight_multiplier``.
+    unavailable; with ``[metrics] weight_setting_scale`` minmax or rank,
+    each metric is first normalised across the hosts
+    (``metric_scale``). Scaled by ``[metrics] weight_multiplier``.
 
     A host missing a metric has no raw weight (None). With ``[metrics]
     required = true`` the scheduler removes it (Nova raised an
@@ -57,6 +60,14 @@ class MetricsWeigher(BaseHostWeigher):
         # against the same now. Options are read once, not per host.
         cutoff = metrics_window(spec, self.conf).cutoff
         setting = self.conf.metrics.weight_setting
+        scale = self.conf.metrics.weight_setting_scale
+        if scale != metric_scale.RAW:
+            columns = [metric_scale.as_column(
+                [host.metric_since(name, cutoff) for host in hosts])
+                for name, _ratio in setting]
+            return metric_scale.as_optional(metric_scale.scaled_sum(
+                scale, columns, [ratio for _name, ratio in setting],
+                len(hosts)))
         weights: list[float | None] = []
         for host in hosts:
             total: float | None = 0.0
@@ -72,6 +83,13 @@ class MetricsWeigher(BaseHostWeigher):
     def raw_column(self, table: HostTable, rows: np.ndarray,
                    spec: RequestSpec) -> np.ndarray:
         cutoff = metrics_window(spec, self.conf).cutoff
+        scale = self.conf.metrics.weight_setting_scale
+        if scale != metric_scale.RAW:
+            setting = self.conf.metrics.weight_setting
+            return metric_scale.scaled_sum(
+                scale, [fresh_metric(table, name, cutoff)[rows]
+                        for name, _ratio in setting],
+                [ratio for _name, ratio in setting], len(rows))
         total = np.zeros(len(rows))
         # NaN (missing or stale) carries through the sum, as None does.
         for name, ratio in self.conf.metrics.weight_setting:

@@ -10,6 +10,7 @@ from scheduler.host_table import HostTable
 from scheduler.host_table import fresh_metric
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
+from scheduler.weights import metric_scale
 
 _SIGNS = {"max": 1.0, "min": -1.0}
 
@@ -22,8 +23,11 @@ class ResourcesWeigher(BaseHostWeigher):
     Goals may mix units (bytes per second and percent), so each metric
     is first divided by its largest absolute value among the hosts
     weighed; the raw weight is the sum of +scaled (max) and -scaled
-    (min) values. A host missing a goal metric, or holding a stale one
-    (``[metrics] max_age``), has no raw weight: it is kept and ranked
+    (min) values. With ``[metrics] weight_setting_scale`` minmax or rank,
+    each goal is normalised that way instead, towards its preferred end
+    (``metric_scale``), and the goals summed. A host missing a goal
+    metric, or holding a stale one (``[metrics] max_age``), has no raw
+    weight: it is kept and ranked
     with ``[metrics] weight_of_unavailable``, and it is left out of the
     scaling so that it cannot change how the other hosts compare.
     """
@@ -47,6 +51,12 @@ class ResourcesWeigher(BaseHostWeigher):
         # calls per host, and the scaling needs whole columns anyway.
         columns = [[host.metric_since(metric, cutoff) for host in hosts]
                    for metric, _sign in goals]
+        scale = self.conf.metrics.weight_setting_scale
+        if scale != metric_scale.RAW:
+            return metric_scale.as_optional(metric_scale.scaled_sum(
+                scale, [metric_scale.as_column(column)
+                        for column in columns],
+                [sign for _metric, sign in goals], len(hosts)))
         available = [None not in values
                      for values in zip(*columns, strict=True)]
         scaled = []
@@ -73,6 +83,11 @@ class ResourcesWeigher(BaseHostWeigher):
         cutoff = metrics_window(spec, self.conf).cutoff
         columns = [fresh_metric(table, metric, cutoff)[rows]
                    for metric, _sign in goals]
+        scale = self.conf.metrics.weight_setting_scale
+        if scale != metric_scale.RAW:
+            return metric_scale.scaled_sum(
+                scale, columns, [sign for _metric, sign in goals],
+                len(rows))
         available = ~np.isnan(columns).any(axis=0)
         total = np.zeros(len(rows))
         for (_metric, sign), column in zip(goals, columns, strict=True):

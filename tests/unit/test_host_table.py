@@ -306,6 +306,8 @@ OPTIONS = {
         st.sampled_from((1, 2, 3, 50)),
     ("metrics", "max_age"): st.sampled_from(MAX_AGES),
     ("metrics", "weight_setting"): weight_settings,
+    ("metrics", "weight_setting_scale"): st.sampled_from(
+        ("raw", "minmax", "rank")),
     ("metrics", "required"): st.booleans(),
 }
 option_sets = st.fixed_dictionaries(OPTIONS)
