@@ -103,7 +103,7 @@ def test_monitor_names_are_checked_as_the_agent_loads_them(load):
     assert lines == [
         "[compute_monitor] monitors: value 'netwrk': expected an "
         "entry-point name of compute_monitor.monitors: cpu, disk, file, "
-        "memory, network; did you mean 'network'?"]
+        "libvirt, memory, network; did you mean 'network'?"]
 
 
 def test_misspelt_names_get_the_closest_known_one(load):
