@@ -6,27 +6,59 @@ import subprocess
 import sys
 
 import pytest
+import sqlalchemy as sa
 
+from scheduler.db import migration
+from scheduler.db import models
+from tests.functional.test_manage_cli import _node
+from tests.functional.test_rpc_service import GIB
+from tests.functional.test_rpc_service import SERVING
+from tests.functional.test_rpc_service import BusNames
 from tests.functional.test_rpc_service import broker_url  # noqa: F401
-from tests.functional.test_rpc_service import shared_service  # noqa: F401
+from tests.functional.test_rpc_service import wait_for_log
 from tests.unit.test_docs import client_examples
 
 README_CONFIG = '"/etc/scheduler/scheduler.conf"'
 
 
+@pytest.fixture
+def service(broker_url, sqlite_url, write_config,  # noqa: F811
+            start_console_script):
+    """A service on a fleet reporting the metrics the examples' extra
+    specs constrain; its config file's path."""
+    engine = sa.create_engine(sqlite_url, poolclass=sa.pool.NullPool)
+    migration.db_sync(engine)
+    with engine.begin() as connection:
+        connection.execute(models.ComputeNode.__table__.insert(), [
+            _node(f"compute-{i}", 65536, {"memory.free": 60 * GIB,
+                                          "cpu.percent": 10.0 * i,
+                                          "network.rx.bps": 1e6 * i})
+            for i in (1, 2)])
+    engine.dispose()
+    names = BusNames()
+    sections = names.sections(broker_url)
+    sections["database"] = {"connection": sqlite_url}
+    config = write_config(sections)
+    process = start_console_script("scheduler-service", config_file=config)
+    try:
+        wait_for_log(lambda: process.stderr, SERVING, process=process.popen)
+        yield config
+    finally:
+        process.stop()
+        names.delete(broker_url)
+
+
 @pytest.mark.parametrize("page, code", client_examples(),
                          ids=[page for page, _ in client_examples()])
-def test_client_example_places_and_releases(page, code, shared_service,  # noqa: F811
-                                            tmp_path):
+def test_client_example_places_and_releases(page, code, service, tmp_path):
+    code = code.replace(README_CONFIG, "sys.argv[1]")
+    if "import sys" not in code:
+        code = "import sys\n" + code
     script = tmp_path / "client.py"
-    script.write_text(code.replace(README_CONFIG, "sys.argv[1]")
-                      if "import sys" in code else
-                      "import sys\n" + code.replace(README_CONFIG,
-                                                    "sys.argv[1]"))
-    result = subprocess.run(
-        [sys.executable, str(script), str(shared_service.config)],
-        capture_output=True, text=True, timeout=120,
-        stdin=subprocess.DEVNULL)
+    script.write_text(code)
+    result = subprocess.run([sys.executable, str(script), str(service)],
+                            capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[-2].startswith("chosen: "), result.stdout
