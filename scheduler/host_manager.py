@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+import orjson
 import sqlalchemy as sa
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -427,13 +428,51 @@ def _parse_timestamp(value: object) -> datetime.datetime | None:
     return parsed
 
 
+_MISSING = object()
+
+
 def _load_json(text: str, column: str, problems: list[str]) -> object:
+    try:
+        # orjson parses a report in a third of the standard library's
+        # time; what it refuses (NaN literals, integers past 64 bits) the
+        # standard library reads as before, so that only the bad values
+        # are lost, not the row.
+        return orjson.loads(text)
+    except (TypeError, ValueError, orjson.JSONDecodeError):
+        pass
     try:
         # Looked up at call time, so that tests can count the calls.
         return json.loads(text)
     except (TypeError, ValueError, RecursionError) as e:
         problems.append(f"{column} is not JSON ({_short(text)}: {e})")
         return None
+
+
+def reading(entry: dict, stamps: dict[str, datetime.datetime]
+            ) -> tuple[float, datetime.datetime, str] | str:
+    """``(value, timestamp, source)`` of one metrics entry, or what is
+    wrong with it. ``stamps`` caches parsed timestamps: the entries of
+    one report mostly share a handful."""
+    value = entry.get("value", _MISSING)
+    stamp = entry.get("timestamp", _MISSING)
+    if value is _MISSING or stamp is _MISSING:
+        missing = [k for k in ("value", "timestamp") if k not in entry]
+        return f"missing key(s) {', '.join(missing)}"
+    # The common case first: a float or an int (not a bool) from JSON.
+    kind = type(value)
+    if not ((kind is float or kind is int) and math.isfinite(value)
+            or is_number(value)):
+        return f"value {_short(value)} is not a finite number"
+    timestamp = stamps.get(stamp) if type(stamp) is str else None
+    if timestamp is None:
+        timestamp = _parse_timestamp(stamp)
+        if timestamp is None:
+            return (f"timestamp {_short(stamp)} is not an ISO-8601 date "
+                    "and time")
+        stamps[stamp] = timestamp
+    source = entry.get("source")
+    return value, timestamp, (source if type(source) is str
+                              else "" if source is None else str(source))
 
 
 def _decode_metrics(text: str, problems: list[str],
@@ -448,10 +487,9 @@ def _decode_metrics(text: str, problems: list[str],
         return {}, frozenset()
     metrics: dict[str, Metric] = {}
     bad: set[str] = set()
-    # The metrics of one report mostly share a handful of timestamps.
     stamps: dict[str, datetime.datetime] = {}
     for index, entry in enumerate(entries):
-        if not isinstance(entry, dict):
+        if type(entry) is not dict:
             problems.append(f"metric entry #{index} {_short(entry)} is not "
                             "an object")
             continue
@@ -462,40 +500,19 @@ def _decode_metrics(text: str, problems: list[str],
                 instance_entries.append(entry)
             continue
         name = entry.get("name")
-        if not isinstance(name, str) or not name:
+        if type(name) is not str or not name:
             problems.append(f"metric entry #{index} has no name")
             continue
         if name in metrics or name in bad:
             problems.append(f"metric {name} is reported twice; the first "
                             "entry is used")
             continue
-        try:
-            value = entry["value"]
-            stamp = entry["timestamp"]
-        except KeyError:
-            missing = [k for k in ("value", "timestamp") if k not in entry]
+        found = reading(entry, stamps)
+        if type(found) is str:
             bad.add(name)
-            problems.append(f"metric {name}: missing key(s) "
-                            f"{', '.join(missing)}")
+            problems.append(f"metric {name}: {found}")
             continue
-        if not is_number(value):
-            bad.add(name)
-            problems.append(f"metric {name}: value {_short(value)} is not "
-                            "a finite number")
-            continue
-        timestamp = stamps.get(stamp) if isinstance(stamp, str) else None
-        if timestamp is None:
-            timestamp = _parse_timestamp(stamp)
-            if timestamp is not None:
-                stamps[stamp] = timestamp
-        if timestamp is None:
-            bad.add(name)
-            problems.append(f"metric {name}: timestamp {_short(stamp)} is "
-                            "not an ISO-8601 date and time")
-            continue
-        source = entry.get("source")
-        metrics[name] = Metric(value=value, timestamp=timestamp,
-                               source="" if source is None else str(source))
+        metrics[name] = Metric(*found)
     return metrics, frozenset(bad)
 
 

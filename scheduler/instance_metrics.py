@@ -51,24 +51,11 @@ def decode(entries: Iterable[dict], problems: list[str]
             problems.append(f"instance {instance}: {name} is reported "
                             "twice; the first entry is used")
             continue
-        value, stamp = entry.get("value"), entry.get("timestamp")
-        if not hm.is_number(value):
-            problems.append(f"instance {instance}: {name} value "
-                            f"{hm._short(value)} is not a finite number")
+        read = hm.reading(entry, stamps)
+        if type(read) is str:
+            problems.append(f"instance {instance}: {name} {read}")
             continue
-        timestamp = stamps.get(stamp) if isinstance(stamp, str) else None
-        if timestamp is None:
-            timestamp = hm._parse_timestamp(stamp)
-            if timestamp is None:
-                problems.append(f"instance {instance}: {name} timestamp "
-                                f"{hm._short(stamp)} is not an ISO-8601 "
-                                "date and time")
-                continue
-            stamps[stamp] = timestamp
-        source = entry.get("source")
-        metrics[name] = hm.Metric(value=value, timestamp=timestamp,
-                                  source="" if source is None
-                                  else str(source))
+        metrics[name] = hm.Metric(*read)
     return {instance: metrics for instance, metrics in found.items()
             if metrics}
 

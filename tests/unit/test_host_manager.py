@@ -7,6 +7,7 @@ import math
 import threading
 import uuid
 
+import orjson
 import pytest
 import sqlalchemy as sa
 from oslo_config import cfg
@@ -135,15 +136,15 @@ def by_host(states) -> dict[str, hm.HostState]:
 
 @pytest.fixture
 def count_json(monkeypatch):
-    """Counts json.loads calls made while the test runs."""
+    """Counts the JSON documents parsed while the test runs."""
     calls = []
-    real = json.loads
+    real = orjson.loads
 
     def counting(text, *args, **kwargs):
         calls.append(text)
         return real(text, *args, **kwargs)
 
-    monkeypatch.setattr(json, "loads", counting)
+    monkeypatch.setattr(orjson, "loads", counting)
     return calls
 
 
