@@ -43,7 +43,7 @@ NODE_XML = f"""\
 """
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def libvirt_installed():
     require_libvirt()
 
@@ -118,7 +118,8 @@ def plan(db_url, write_config, tmp_path, run_console_script,
 
 
 def test_measured_load_moves_the_cheap_idle_instance(
-        db_url, write_config, tmp_path, run_console_script):
+        libvirt_installed, db_url, write_config, tmp_path,
+        run_console_script):
     planned, stored = plan(db_url, write_config, tmp_path,
                            run_console_script, libvirt=True)
     # What the monitor wrote: instance entries of both domains.
@@ -145,3 +146,24 @@ def test_without_instance_entries_the_load_is_assumed(
     assert (planned["instance_uuid"], planned["load_source"],
             planned["load_vcpus"], planned["load_percent"]) == (
         SMALL, "assumed", 1.0, 100.0)
+
+
+def test_missing_libvirt_python_stops_the_agent_with_one_line(
+        sqlite_url, write_config, tmp_path, run_console_script):
+    # A "libvirt" module that fails to import, found first on the path:
+    # what an agent without libvirt-python meets.
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "libvirt.py").write_text(
+        "raise ImportError(\"No module named 'libvirt'\")\n")
+    config = agent_config(write_config, tmp_path, sqlite_url, "h0",
+                          HIGH_LOAD, True)
+    result = run_console_script("compute-monitor", "--once",
+                                config_file=config,
+                                env={"PYTHONPATH": str(shadow)})
+    assert result.returncode == 2
+    line, = result.stderr.strip().splitlines()
+    assert line.startswith("compute-monitor: error: invalid value "
+                           "'libvirt' for [compute_monitor] monitors: ")
+    assert "libvirt-python is not installed" in line
+    assert "Traceback" not in result.stderr
