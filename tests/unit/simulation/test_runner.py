@@ -87,16 +87,22 @@ def test_nodes_report_what_they_host(unit_ratio_config):
     assert host.vcpus_pending == 0
 
 
+def _packing_then_balancing(conf) -> None:
+    """Place by packing (least free RAM first), balance with
+    evenly_distributed: hot nodes for the balancer to relieve."""
+    conf.set_override("default_policy", "evenly_distributed",
+                      group="scheduler")
+    conf.set_override("weight_classes", ["RAMWeigher"],
+                      group="filter_scheduler")
+    conf.set_override("ram_weight_multiplier", -1.0,
+                      group="filter_scheduler")
+
+
 def test_balancer_moves_are_carried_out_and_counted(unit_ratio_config):
-    unit_ratio_config.set_override("default_policy", "evenly_distributed",
-                                   group="scheduler")
-    # Two 2-core VMs at 100 % packed on node 0 by the RAM weigher's
-    # order (both nodes equal: the first wins, then fills); node 0 is at
-    # 100 % for minutes, so the balancer moves one of them.
-    unit_ratio_config.set_override("weight_classes", ["RAMWeigher"],
-                                   group="filter_scheduler")
-    unit_ratio_config.set_override("ram_weight_multiplier", -1.0,
-                                   group="filter_scheduler")
+    # Two 2-core VMs at 100 % packed on node 0 (both nodes equal: the
+    # first wins, then fills); node 0 is at 100 % for minutes, so the
+    # balancer moves one of them.
+    _packing_then_balancing(unit_ratio_config)
     work = _steady((0, 3600, 2, 1024, 100.0), (1, 3600, 2, 1024, 100.0))
     result = _run(unit_ratio_config, work, duration=900.0)
     assert result["migrations"] >= 1
@@ -121,12 +127,7 @@ def test_each_cluster_is_balanced(unit_ratio_config):
     # Two clusters of two nodes, each with a node packed hot: the
     # balancer plans one migration per cluster and tick, so both move
     # at the first tick.
-    unit_ratio_config.set_override("default_policy", "evenly_distributed",
-                                   group="scheduler")
-    unit_ratio_config.set_override("weight_classes", ["RAMWeigher"],
-                                   group="filter_scheduler")
-    unit_ratio_config.set_override("ram_weight_multiplier", -1.0,
-                                   group="filter_scheduler")
+    _packing_then_balancing(unit_ratio_config)
     work = _steady(*((second, 3600, 2, 1024, 100.0) for second in range(4)))
     settings = runner.Settings(
         fleet=fleet.FleetSpec(4, 4, 8192, clusters=2), seed=0,
