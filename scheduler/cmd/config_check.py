@@ -29,6 +29,7 @@ from scheduler.cmd import common
 from scheduler.cmd import service
 from scheduler.cmd import unknown_options as unknown
 from scheduler.cmd import weight_setting_check
+from scheduler.conf import api as api_conf
 from scheduler.db import api as db_api
 from scheduler.migration import policies as migration_policies
 from scheduler.weights import normalization
@@ -132,6 +133,7 @@ CHECKS: tuple[Check, ...] = (
     cluster_policy.policy_problems,
     migration_policies_file,
     weight_setting_check.weigher_problems,
+    _raising(api_conf.validate),
 )
 
 
@@ -150,6 +152,7 @@ def problems(conf: cfg.ConfigOpts,
     why to ``notes``."""
     # Everything any program of the project reads, so that a file shared
     # with the agent or setting oslo.messaging options is not "unknown".
+    api_conf.register_library_opts(conf)
     lines = [_line(e) for e in unknown.register_all_opts(conf)]
     bad_options = list(common.option_problems(conf))
     lines += [_line(e) for e in bad_options]

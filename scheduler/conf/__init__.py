@@ -8,6 +8,7 @@ so one shared group object would leak overrides between ConfigOpts.
 
 from oslo_config import cfg
 
+from scheduler.conf import api
 from scheduler.conf import database
 from scheduler.conf import default
 from scheduler.conf import filter_scheduler
@@ -20,7 +21,7 @@ from scheduler.conf import scheduler
 CONF = cfg.CONF
 
 _MODULES = (default, database, filter_scheduler, metrics, messaging,
-            scheduler, policies, migration)
+            scheduler, policies, migration, api)
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

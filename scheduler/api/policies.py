@@ -1,0 +1,221 @@
+"""/v1/schedulingpolicies and its filters, weights and balances."""
+
+import sqlalchemy as sa
+
+from scheduler import policy_units
+from scheduler.api import access
+from scheduler.api import body
+from scheduler.api import errors
+from scheduler.api import policy_body
+from scheduler.api import policy_repo as repo
+from scheduler.api import rules
+from scheduler.api.router import Context
+from scheduler.api.router import Reply
+from scheduler.api.router import Router
+from scheduler.db import models
+
+SUB_TYPES = {"filters": policy_units.FILTER, "weights": policy_units.WEIGHT,
+             "balances": policy_units.BALANCE}
+
+
+def _units(ctx: Context) -> policy_body.Units:
+    disabled = set(ctx.session.scalars(sa.select(
+        models.DisabledPolicyUnit.unit_id)).all())
+    return policy_body.Units(disabled)
+
+
+def _all(ctx: Context) -> list[dict]:
+    settings = repo.config_settings(ctx.session)
+    shown = repo.config_policies(ctx.conf, settings)
+    rows = ctx.session.scalars(sa.select(models.SchedulingPolicy).order_by(
+        models.SchedulingPolicy.name)).all()
+    shown += [repo.represent_stored(ctx.conf, ctx.session, row, settings)
+              for row in rows]
+    return shown
+
+
+def _one(ctx: Context, policy_id: str) -> dict:
+    settings = repo.config_settings(ctx.session)
+    row = repo.stored_row(ctx.session, policy_id)
+    if row is not None:
+        return repo.represent_stored(ctx.conf, ctx.session, row, settings)
+    for shown in repo.config_policies(ctx.conf, settings):
+        if shown["id"] == policy_id:
+            return shown
+    raise errors.not_found("scheduling policy", policy_id)
+
+
+def _etag(shown: dict) -> str:
+    return repo.etag(shown["version"] if not shown["locked"]
+                     else "locked-" + shown["id"])
+
+
+def list_policies(ctx: Context) -> Reply:
+    ctx.access.authorize(rules.READ)
+    return Reply({"schedulingpolicies": _all(ctx)})
+
+
+def show_policy(ctx: Context, id: str) -> Reply:
+    ctx.access.authorize(rules.READ)
+    shown = _one(ctx, id)
+    return Reply(shown, etag=_etag(shown))
+
+
+def create_policy(ctx: Context) -> Reply:
+    ctx.access.authorize(rules.POLICY_CREATE)
+    data = body.read_json(ctx.request)
+    start = None
+    if "based_on" in data:
+        base_id = body.typed("based_on", data["based_on"], str)
+        try:
+            base = _one(ctx, base_id)
+        except errors.ApiError:
+            raise errors.bad_request("based_on", f"no scheduling policy "
+                                     f"{base_id!r}") from None
+        start = policy_body.parse(
+            {k: base[k] for k in ("normalization", "properties", "filters",
+                                  "weights", "balance")}
+            | {"name": base["name"], "description": base["description"]},
+            _units(ctx))
+    draft = policy_body.parse(data, _units(ctx), current=start)
+    policy_body.validate(ctx.conf, draft)
+    repo.name_taken(ctx.conf, ctx.session, draft.name)
+    row = repo.new_row(ctx.access.user)
+    repo.write(ctx.session, row, draft)
+    shown = _one(ctx, row.id)
+    return Reply(shown, status=201, etag=_etag(shown),
+                 headers={"Location": f"/v1/schedulingpolicies/{row.id}"})
+
+
+def _editable(ctx: Context, policy_id: str, rule: str
+              ) -> tuple[models.SchedulingPolicy, dict]:
+    """The stored policy locked for update, after the rule, If-Match and
+    lock checks; 409 for a config-file policy."""
+    row = repo.stored_row(ctx.session, policy_id, for_update=True)
+    if row is None:
+        shown = _one(ctx, policy_id)  # 404 unless a config policy
+        ctx.access.authorize(rule, {"manages_policy": access.flag(
+            bool(shown["clusters"])
+            and ctx.access.manages(shown["clusters"]))})
+        raise errors.conflict(f"scheduling policy {shown['name']} is "
+                              "locked: it comes from the configuration; "
+                              "POST a copy with based_on")
+    shown = repo.represent_stored(ctx.conf, ctx.session, row,
+                                  repo.config_settings(ctx.session))
+    clusters = shown["clusters"]
+    manages = (ctx.access.manages(clusters) if clusters
+               else row.created_by == ctx.access.user)
+    ctx.access.authorize(rule, {"manages_policy": access.flag(manages)})
+    repo.check_if_match(ctx.request.headers.get("If-Match"), _etag(shown))
+    return row, shown
+
+
+def _save(ctx: Context, row: models.SchedulingPolicy, shown: dict,
+          draft: policy_body.Draft) -> dict:
+    policy_body.validate(ctx.conf, draft)
+    repo.name_taken(ctx.conf, ctx.session, draft.name, own_id=row.id)
+    repo.bump_version(ctx.session, row, shown["version"])
+    repo.write(ctx.session, row, draft)
+    return _one(ctx, row.id)
+
+
+def update_policy(ctx: Context, id: str) -> Reply:
+    row, shown = _editable(ctx, id, rules.POLICY_EDIT)
+    data = body.read_json(ctx.request)
+    draft = policy_body.parse(data, _units(ctx),
+                              current=repo.draft_of(ctx.session, row),
+                              current_read_only=shown)
+    shown = _save(ctx, row, shown, draft)
+    return Reply(shown, etag=_etag(shown))
+
+
+def delete_policy(ctx: Context, id: str) -> Reply:
+    row, shown = _editable(ctx, id, rules.POLICY_DELETE)
+    if shown["clusters"]:
+        raise errors.conflict(f"scheduling policy {row.name} is used by "
+                              f"clusters {', '.join(shown['clusters'])}")
+    ctx.session.delete(row)
+    repo.bump_generation(ctx.session)
+    return Reply(status=204)
+
+
+# Sub-collections: oVirt's filters, weights and balances of one policy.
+
+def _entries(shown: dict, sub: str) -> list[dict]:
+    if sub == "balances":
+        return [shown["balance"]] if shown["balance"] else []
+    return shown[sub]
+
+
+def _entry(shown: dict, sub: str, unit_id: str) -> dict:
+    for entry in _entries(shown, sub):
+        if unit_id in (entry["unit_id"], entry["unit"]):
+            return entry
+    raise errors.not_found(f"{sub[:-1]} of policy {shown['name']}", unit_id)
+
+
+def list_sub(ctx: Context, id: str, sub: str) -> Reply:
+    ctx.access.authorize(rules.READ)
+    return Reply({sub: _entries(_one(ctx, id), sub)})
+
+
+def show_sub(ctx: Context, id: str, sub: str, unit_id: str) -> Reply:
+    ctx.access.authorize(rules.READ)
+    return Reply(_entry(_one(ctx, id), sub, unit_id))
+
+
+def add_sub(ctx: Context, id: str, sub: str) -> Reply:
+    row, shown = _editable(ctx, id, rules.POLICY_EDIT)
+    data = body.read_json(ctx.request)
+    units = _units(ctx)
+    draft = repo.draft_of(ctx.session, row)
+    if sub == "balances":
+        if draft.balance is not None:
+            raise errors.conflict(f"balance: policy {row.name} has the "
+                                  f"balancer {draft.balance}; a policy has "
+                                  "at most one: DELETE it first")
+        draft.balance = policy_body.parse_balance(data, units)
+    else:
+        parsed = policy_body.parse({sub: [data]}, units, current=draft)
+        new = getattr(parsed, sub)[-1]
+        if any(name == new[0] for name, _ in getattr(draft, sub)):
+            raise errors.conflict(f"{sub}: {new[0]} is in the policy "
+                                  "already")
+        getattr(draft, sub).append(new)
+    shown = _save(ctx, row, shown, draft)
+    return Reply(_entries(shown, sub)[-1], status=201, etag=_etag(shown))
+
+
+def remove_sub(ctx: Context, id: str, sub: str, unit_id: str) -> Reply:
+    row, shown = _editable(ctx, id, rules.POLICY_EDIT)
+    name = _entry(shown, sub, unit_id)["unit"]
+    draft = repo.draft_of(ctx.session, row)
+    if sub == "balances":
+        draft.balance = None
+        draft.properties = {}
+    else:
+        setattr(draft, sub, [e for e in getattr(draft, sub) if e[0] != name])
+    shown = _save(ctx, row, shown, draft)
+    return Reply(status=204, etag=_etag(shown))
+
+
+def _bind(handler, sub: str):
+    def bound(ctx: Context, **kwargs) -> Reply:
+        return handler(ctx, sub=sub, **kwargs)
+    return bound
+
+
+def register(router: Router) -> None:
+    base = "/v1/schedulingpolicies"
+    router.add(base, "GET", list_policies)
+    router.add(base, "POST", create_policy)
+    router.add(base + "/{id}", "GET", show_policy)
+    router.add(base + "/{id}", "PUT", update_policy)
+    router.add(base + "/{id}", "DELETE", delete_policy)
+    for sub in SUB_TYPES:
+        router.add(f"{base}/{{id}}/{sub}", "GET", _bind(list_sub, sub))
+        router.add(f"{base}/{{id}}/{sub}", "POST", _bind(add_sub, sub))
+        router.add(f"{base}/{{id}}/{sub}/{{unit_id}}", "GET",
+                   _bind(show_sub, sub))
+        router.add(f"{base}/{{id}}/{sub}/{{unit_id}}", "DELETE",
+                   _bind(remove_sub, sub))

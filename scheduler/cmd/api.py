@@ -1,0 +1,86 @@
+"""``scheduler-api``: the scheduling policies REST API (DESIGN §12),
+served by cheroot when run directly."""
+
+import signal
+import sys
+from collections.abc import Sequence
+
+from cheroot import wsgi
+from oslo_log import log as logging
+
+from scheduler import conf as scheduler_conf
+from scheduler import exception
+from scheduler.api import app as api_app
+from scheduler.api import auth
+from scheduler.cmd import common
+from scheduler.conf import api as api_conf
+from scheduler.db import migration
+
+CONF = scheduler_conf.CONF
+PROG = "scheduler-api"
+LOG = logging.getLogger(__name__)
+DESCRIPTION = ("Serve the scheduling policies REST API: policy units, "
+               "scheduling policies, cluster assignments, migration "
+               "policies and permissions, on [api] host and port.")
+
+
+def _check_schema(conf) -> None:
+    problem = migration.schema_problem(conf, PROG)
+    if problem is not None:
+        print(f"{PROG}: error: {problem}", file=sys.stderr)
+        sys.exit(1)
+
+
+def build(argv: Sequence[str]):
+    """Parse and validate the configuration and build the WSGI app;
+    configuration errors exit 2 with one line."""
+    api_conf.register_library_opts(CONF)
+    common.parse(PROG, CONF, argv, "scheduler", DESCRIPTION)
+    common.validate(PROG, CONF, validators=[_validate_auth])
+    logging.setup(CONF, "scheduler")
+    _check_schema(CONF)
+    try:
+        return api_app.make_app(CONF)
+    except exception.ConfigError as e:
+        common.config_error_exit(PROG, str(e))
+
+
+def _validate_auth(conf) -> None:
+    api_conf.validate(conf)
+    if conf.api.auth_strategy == api_conf.HTTP_BASIC:
+        auth.wrap(lambda environ, start: [], conf)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    application = build(sys.argv[1:] if argv is None else argv)
+    server = wsgi.Server((CONF.api.host, CONF.api.port), application,
+                         numthreads=CONF.api.threads,
+                         server_name="scheduler-api")
+
+    def stop(signum, _frame) -> None:
+        # Out of serve() in the main thread; its finally stops cheroot's
+        # workers (stop() from here would wait on this very thread).
+        LOG.info("Signal %d: stopping", signum)
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        server.prepare()
+    except OSError as e:
+        print(f"{PROG}: error: cannot listen on {CONF.api.host}:"
+              f"{CONF.api.port}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    LOG.info("scheduler-api listening on http://%s:%d (auth_strategy %s)",
+             CONF.api.host, server.bind_addr[1], CONF.api.auth_strategy)
+    try:
+        server.serve()
+    except SystemExit:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

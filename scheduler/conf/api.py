@@ -1,0 +1,106 @@
+"""Options of the [api] group: the scheduling policies REST API
+(``scheduler-api``, DESIGN §12)."""
+
+import importlib.metadata
+import ipaddress
+
+from oslo_config import cfg
+
+from scheduler import exception
+
+HTTP_BASIC = "http_basic"
+KEYSTONE = "keystone"
+NOAUTH = "noauth"
+AUTH_STRATEGIES = (HTTP_BASIC, KEYSTONE, NOAUTH)
+
+
+def _group() -> cfg.OptGroup:
+    return cfg.OptGroup(
+        "api",
+        title="REST API options",
+        help="scheduler-api: scheduling policies, policy units, cluster "
+        "assignments and permissions over HTTP.",
+    )
+
+
+api_opts = [
+    cfg.HostAddressOpt(
+        "host",
+        default="127.0.0.1",
+        help="Address scheduler-api listens on when run directly (not "
+        "under uWSGI or gunicorn).",
+    ),
+    cfg.PortOpt(
+        "port",
+        default=8795,
+        help="TCP port scheduler-api listens on when run directly.",
+    ),
+    cfg.StrOpt(
+        "auth_strategy",
+        default=HTTP_BASIC,
+        choices=[
+            (HTTP_BASIC, "HTTP basic authentication against the bcrypt "
+             "htpasswd file of [oslo_middleware] "
+             "http_basic_auth_user_file."),
+            (KEYSTONE, "Keystone tokens (keystonemiddleware auth_token, "
+             "configured in [keystone_authtoken])."),
+            (NOAUTH, "No authentication: every caller is an admin. Only "
+             "allowed when host is a loopback address."),
+        ],
+        help="How callers are authenticated. Who may do what is "
+        "oslo.policy's (policy.yaml) and the permissions of the database.",
+    ),
+    cfg.IntOpt(
+        "threads",
+        default=16,
+        min=1,
+        help="Worker threads of the HTTP server when run directly.",
+    ),
+]
+
+
+def validate(conf: cfg.ConfigOpts) -> None:
+    """noauth listens on loopback only: anyone reaching it is an admin."""
+    opts = conf.api
+    if opts.auth_strategy != NOAUTH:
+        return
+    try:
+        loopback = ipaddress.ip_address(opts.host).is_loopback
+    except ValueError:
+        loopback = opts.host == "localhost"
+    if not loopback:
+        raise exception.ConfigError(
+            "api", "host", opts.host,
+            "auth_strategy noauth needs a loopback address (127.0.0.1, "
+            "::1): every caller is an admin")
+
+
+#: oslo.config.opts namespaces of the libraries scheduler-api configures
+#: ([oslo_middleware], [oslo_policy], [keystone_authtoken]).
+LIBRARY_NAMESPACES = ("oslo.middleware.basic_auth", "oslo.policy",
+                      "keystonemiddleware.auth_token")
+
+
+def register_library_opts(conf: cfg.ConfigOpts) -> None:
+    """The options of the libraries the API configures, and those of
+    Keystone's password plugin, which keystonemiddleware registers only
+    once it runs. Imported here, when asked (scheduler-api, config
+    check): they cost more than half a second, which the other
+    programs need not pay."""
+    for entry_point in importlib.metadata.entry_points(
+            group="oslo.config.opts"):
+        if entry_point.name in LIBRARY_NAMESPACES:
+            for group, opts in entry_point.load()():
+                conf.register_opts(opts, group=group)
+    from keystoneauth1 import loading
+    conf.register_opts(loading.get_auth_plugin_conf_options("password"),
+                       group="keystone_authtoken")
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(_group())
+    conf.register_opts(api_opts, group="api")
+
+
+def list_opts() -> dict:
+    return {_group(): api_opts}
