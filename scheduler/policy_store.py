@@ -20,6 +20,7 @@ from oslo_config import cfg
 from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import policy_units
+from scheduler.db import api as db_api
 from scheduler.db import models
 
 LOG = logging.getLogger(__name__)
@@ -138,3 +139,11 @@ def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
             continue
         mapping[setting["cluster"]] = name
     return cluster_policy.PolicySet(policies, mapping, base.default_policy)
+
+
+def current_policy_set(conf: cfg.ConfigOpts) -> cluster_policy.PolicySet:
+    """The configured policies with the stored ones, as a worker has them
+    now (one-shot commands: explain, balance)."""
+    base = cluster_policy.load_policies(conf)
+    with db_api.get_engine(conf).connect() as connection:
+        return live_policy_set(conf, base, connection)

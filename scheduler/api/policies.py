@@ -103,8 +103,10 @@ def _editable(ctx: Context, policy_id: str, rule: str
     shown = repo.represent_stored(ctx.conf, ctx.session, row,
                                   repo.config_settings(ctx.session))
     clusters = shown["clusters"]
+    # Attached to none: its creator's, or a cluster_admin of all's.
     manages = (ctx.access.manages(clusters) if clusters
-               else row.created_by == ctx.access.user)
+               else row.created_by == ctx.access.user
+               or access.ALL_CLUSTERS in ctx.access.clusters)
     ctx.access.authorize(rule, {"manages_policy": access.flag(manages)})
     repo.check_if_match(ctx.request.headers.get("If-Match"), _etag(shown))
     return row, shown

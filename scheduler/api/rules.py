@@ -40,8 +40,9 @@ RULES = [
         POLICY_EDIT,
         "role:admin or (role:cluster_admin and 'True':%(manages_policy)s)",
         "oVirt's Edit Policy: admin, or cluster_admin of every cluster "
-        "the policy is attached to (its creator while it is attached to "
-        "none). Covers the filters, weights and balances sub-collections.",
+        "the policy is attached to (while it is attached to none: its "
+        "creator or a cluster_admin of *). Covers the filters, weights "
+        "and balances sub-collections.",
         [{"method": "PUT", "path": _POLICY},
          {"method": "POST", "path": _POLICY + "/filters"},
          {"method": "DELETE", "path": _POLICY + "/filters/{unit_id}"}]),

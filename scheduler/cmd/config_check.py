@@ -152,7 +152,7 @@ def problems(conf: cfg.ConfigOpts,
     why to ``notes``."""
     # Everything any program of the project reads, so that a file shared
     # with the agent or setting oslo.messaging options is not "unknown".
-    api_conf.register_library_opts(conf)
+    api_conf.register_library_opts(conf, auth_plugin=True)
     lines = [_line(e) for e in unknown.register_all_opts(conf)]
     bad_options = list(common.option_problems(conf))
     lines += [_line(e) for e in bad_options]

@@ -12,18 +12,19 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from compute_monitor import conf as monitor_conf
-from scheduler import cluster_policy
 from scheduler import conf as scheduler_conf
 from scheduler import demo as demo_mod
 from scheduler import exception
 from scheduler import extra_specs as extra_specs_mod
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
+from scheduler import policy_store
 from scheduler.balancer.planner import BalancePlanner
 from scheduler.cmd import common
 from scheduler.cmd import manage_args
 from scheduler.cmd import metrics as metrics_cmd
 from scheduler.cmd import output
+from scheduler.cmd import permission as permission_cmd
 from scheduler.cmd import simulate as simulate_cmd
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
@@ -121,7 +122,9 @@ def explain(conf: cfg.ConfigOpts) -> int:
     and weighers of the cluster's policy; nothing claimed."""
     try:
         spec = _explain_spec(conf)
-        policy = cluster_policy.load_policies(conf).for_cluster(spec.cluster)
+        # Stored policies (scheduler-api) included, as the service has them.
+        policy = policy_store.current_policy_set(conf).for_cluster(
+            spec.cluster)
         scheduler = filter_scheduler.FilterScheduler(
             conf, pipeline=None if policy is None else policy.pipeline())
         decision = scheduler.explain(spec)
@@ -137,7 +140,9 @@ def balance(conf: cfg.ConfigOpts) -> int:
     nothing."""
     args = conf.category
     try:
-        planned = BalancePlanner(conf).balance(
+        planner = BalancePlanner(
+            conf, policies=policy_store.current_policy_set(conf))
+        planned = planner.balance(
             args.cluster, args.dry_run,
             migration_policy=args.migration_policy)
     except exception.InvalidRequest as e:
@@ -262,6 +267,7 @@ def _add_command_parsers(subparsers) -> None:
     balance_parser.set_defaults(func=balance)
 
     metrics_cmd.add_parser(subparsers)
+    permission_cmd.add_parser(subparsers)
 
     config = subparsers.add_parser("config", help="Configuration commands.")
     config_actions = config.add_subparsers(dest="action", metavar="ACTION")
@@ -284,7 +290,7 @@ def _add_command_parsers(subparsers) -> None:
 #: file that does not exist) is named with what to run, instead of the
 #: driver's "no such table", and no empty SQLite file is created.
 _READS_SCHEMA = (hosts_list, hosts_show, explain, balance,
-                 metrics_cmd.metrics_list)
+                 metrics_cmd.metrics_list, *permission_cmd.COMMANDS)
 
 def _add_commands(subparsers) -> None:
     _add_command_parsers(subparsers)

@@ -1,6 +1,7 @@
 """Options of the [api] group: the scheduling policies REST API
 (``scheduler-api``, DESIGN §12)."""
 
+import copy
 import importlib.metadata
 import ipaddress
 
@@ -81,20 +82,30 @@ LIBRARY_NAMESPACES = ("oslo.middleware.basic_auth", "oslo.policy",
                       "keystonemiddleware.auth_token")
 
 
-def register_library_opts(conf: cfg.ConfigOpts) -> None:
-    """The options of the libraries the API configures, and those of
-    Keystone's password plugin, which keystonemiddleware registers only
-    once it runs. Imported here, when asked (scheduler-api, config
-    check): they cost more than half a second, which the other
-    programs need not pay."""
+def register_library_opts(conf: cfg.ConfigOpts,
+                          auth_plugin: bool = False) -> None:
+    """The options of the libraries the API configures. Imported here,
+    when asked (scheduler-api, config check): they cost more than half a
+    second, which the other programs need not pay.
+
+    ``auth_plugin`` (config check) adds those of Keystone's password
+    plugin, which keystonemiddleware registers itself once it runs, as
+    optional: whether they are needed depends on [keystone_authtoken]
+    auth_type, which keystonemiddleware checks at start-up.
+    """
     for entry_point in importlib.metadata.entry_points(
             group="oslo.config.opts"):
         if entry_point.name in LIBRARY_NAMESPACES:
             for group, opts in entry_point.load()():
                 conf.register_opts(opts, group=group)
-    from keystoneauth1 import loading
-    conf.register_opts(loading.get_auth_plugin_conf_options("password"),
-                       group="keystone_authtoken")
+    if auth_plugin:
+        from keystoneauth1 import loading
+        optional = []
+        for opt in loading.get_auth_plugin_conf_options("password"):
+            opt = copy.deepcopy(opt)
+            opt.required = False
+            optional.append(opt)
+        conf.register_opts(optional, group="keystone_authtoken")
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
