@@ -40,6 +40,7 @@ statement have committed, the retry finds the claim under its own
 allocation id and returns it as made by this call.
 """
 
+import collections
 import contextlib
 import dataclasses
 import datetime
@@ -550,6 +551,11 @@ def _from_record(record: dict) -> Claim:
     return Claim(**record)
 
 
+#: Released allocation ids a DeferredReleases remembers: far more than a
+#: retried request can lag behind its release.
+_RELEASED_IDS_KEPT = 4096
+
+
 class DeferredReleases:
     """Claims a failed request could not undo (the database was
     unreachable), released by a background thread that retries every
@@ -578,6 +584,10 @@ class DeferredReleases:
         self._thread: threading.Thread | None = None
         #: Claims released by the background thread.
         self.released = 0
+        # Allocation ids the thread released lately, so that cancel()
+        # can tell "released under you" from "never pending here".
+        self._released_ids: collections.OrderedDict[str, None] = \
+            collections.OrderedDict()
 
     def add(self, claim: Claim) -> None:
         with self._changed:
@@ -629,11 +639,14 @@ class DeferredReleases:
         self._changed.notify_all()
 
     def cancel(self, allocation_id: str) -> bool:
-        """Keep that claim after all; False when it was not pending (or
-        was released while this call waited)."""
+        """Keep that claim after all, if it still exists: False when this
+        process released it (the release may have run while the caller
+        looked the claim up, or while this call waited for it), so that
+        the caller must not hand it out; True otherwise, pending here or
+        not."""
         with self._releasing, self._changed:
             if self._pending.pop(allocation_id, None) is None:
-                return False
+                return allocation_id not in self._released_ids
             self._save()
             self._pending_changed()
             return True
@@ -675,6 +688,9 @@ class DeferredReleases:
                 continue
             delay = self.interval
             with self._changed:
+                self._released_ids[claim.allocation_id] = None
+                while len(self._released_ids) > _RELEASED_IDS_KEPT:
+                    self._released_ids.popitem(last=False)
                 if self._pending.pop(claim.allocation_id, None) is not None:
                     self.released += 1
                     LOG.info("Released claim %s of instance %s on %s, left "

@@ -814,8 +814,10 @@ class SchedulerManager:
         """Add the claims some instances still without an entry hold;
         False when there are none."""
         held = self.claims.find([u for u in uuids if u not in entries])
+        # A claim released in the background meanwhile is not held.
+        held = {instance: claim for instance, claim in held.items()
+                if self.deferred_releases.cancel(claim.allocation_id)}
         for instance, claim in held.items():
-            self.deferred_releases.cancel(claim.allocation_id)
             entries[instance] = [_claim_entry(claim, None)]
         self.stats.add(idempotent=len(held))
         return bool(held)
@@ -902,9 +904,8 @@ class SchedulerManager:
             self._check_hold(hold_deadline, spec.cluster)
             allocation_id = instance if anonymous else str(uuid.uuid4())
             try:
-                claim = self.claims.claim(
-                    host.node_id, instance, usage, group=spec.group,
-                    allocation_id=allocation_id)
+                claim = self._claim_kept(host.node_id, instance, usage,
+                                         spec.group, allocation_id)
             except claims.ClaimConflict as e:
                 self.stats.add(conflicts=1)
                 taken.append(host)
@@ -921,7 +922,6 @@ class SchedulerManager:
                     usage.disk_gb))
                 raise
             if claim.existing:
-                self.deferred_releases.cancel(claim.allocation_id)
                 self.stats.add(idempotent=1)
             else:
                 made.append(claim)
@@ -938,6 +938,22 @@ class SchedulerManager:
                 for h in decision.selected[index + 1:]
                 if h.node_id != claim.node_id]
         return None
+
+    def _claim_kept(self, node_id: int, instance: str, usage: claims.Usage,
+                    group: str | None, allocation_id: str) -> claims.Claim:
+        """``Claims.claim``, but an existing claim of the instance that
+        this process's background releases freed while it was looked up
+        is not handed out: the node is claimed anew (a failed request's
+        claim, released just as its retry found it)."""
+        while True:
+            claim = self.claims.claim(node_id, instance, usage, group=group,
+                                      allocation_id=allocation_id)
+            if (not claim.existing
+                    or self.deferred_releases.cancel(claim.allocation_id)):
+                return claim
+            LOG.info("Claim %s of instance %s was released in the "
+                     "background as it was found; claiming again",
+                     claim.allocation_id, instance)
 
     def _roll_back(self, made: list[claims.Claim]) -> None:
         for claim in reversed(made):

@@ -1051,6 +1051,34 @@ def test_a_claim_handed_back_by_a_retry_is_not_released(mgr, engine):
     assert len(allocations(engine)) == 1
 
 
+def test_a_claim_released_as_its_retry_finds_it_is_claimed_again(
+        mgr, engine, monkeypatch):
+    # A failed request's claim awaits release in the background; its
+    # retry finds the claim, and the release runs right then: the retry
+    # must not answer with the freed claim, but claim the node anew.
+    add_node(engine, "a", vcpus=4)
+    instance = uuids(1)
+    held = mgr.select_destinations(spec(), instance)[0][0]
+    mgr.deferred_releases._pending[held["allocation_id"]] = claims.Claim(
+        held["allocation_id"], instance[0], 0, held["uuid"], held["host"],
+        held["nodename"], 1, 512, 1)
+    real_claim = claims.Claims.claim
+
+    def claim_then_release(self, *args, **kwargs):
+        found = real_claim(self, *args, **kwargs)
+        if found.existing:
+            mgr.deferred_releases._run()
+        return found
+
+    monkeypatch.setattr(claims.Claims, "claim", claim_then_release)
+    again = mgr.select_destinations(spec(), instance)[0][0]
+    assert mgr.deferred_releases.released == 1
+    assert again["allocation_id"] != held["allocation_id"]
+    assert len(allocations(engine)) == 1
+    assert mgr.deferred_releases.cancel(again["allocation_id"])
+    assert not mgr.deferred_releases.cancel(held["allocation_id"])
+
+
 # Cluster policies and balancing
 
 
