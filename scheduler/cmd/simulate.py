@@ -96,6 +96,9 @@ def _workload(args) -> trace.Workload:
     for number, reason in workload.skipped[:SHOWN_SKIPPED]:
         print(f"{PROG}: {args.trace}:{number}: skipped: {reason}",
               file=sys.stderr)
+    if len(workload.skipped) > SHOWN_SKIPPED:
+        print(f"{PROG}: {args.trace}: {len(workload.skipped) - SHOWN_SKIPPED}"
+              " more malformed line(s), not shown", file=sys.stderr)
     return workload
 
 
