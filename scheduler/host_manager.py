@@ -11,7 +11,9 @@ report arrives.
 ``HostManager`` keeps the host states of one scheduler process in a cache
 that it refreshes from the database before each decision: only the rows
 whose ``changed_at`` moved are read again and decoded, and a periodic full
-load catches what the incremental reads cannot see (deleted nodes).
+load catches what the incremental reads cannot see (deleted nodes). In a
+serving process a background thread does the full loads
+(``host_cache_refresher``), off the request path.
 """
 
 import dataclasses
@@ -35,6 +37,7 @@ from sqlalchemy import exc as sa_exc
 
 # instance_metrics imports this module back for Metric; it only uses it
 # at call time, so the cycle is harmless.
+from scheduler import host_cache_refresher
 from scheduler import instance_metrics as instance_metrics_mod
 from scheduler import observability
 from scheduler.db import api as db_api
@@ -659,6 +662,17 @@ class HostManager:
 
     ``clock`` (monotonic seconds) decides when a full load is due; tests
     inject a fake one.
+
+    A serving process calls ``start_background_refresh()``: a daemon
+    thread (``host_cache_refresher``) then does the first load and the
+    periodic full loads, reading outside the lock and swapping the result
+    in (``reload()``), so that no request waits for one; requests only
+    refresh incrementally. A request that arrives before the first load
+    completed waits for it, as it would have done the load itself; when
+    no table could be loaded yet, it loads on its own, failing as above.
+    Deleted nodes leave the cache with the next background load. Without
+    the thread (commands, tests, simulations) the cache behaves as
+    described above.
     """
 
     def __init__(self, conf: cfg.ConfigOpts,
@@ -675,12 +689,32 @@ class HostManager:
         self._window_checked: float | None = None
         self._started = 0
         self._completed = 0
+        self._refresher: host_cache_refresher.Refresher | None = None
+        #: Ids of the nodes the cache took in while a background full load
+        #: read the table (None when none does): see ``_swap_in()``.
+        self._touched: set[int] | None = None
         #: Counters of the last successful refresh, None before the first.
         self.last_refresh: RefreshStats | None = None
         #: Called with the refresh's connection after each read (the live
         #: policies' generation check), so that they cost no connection
         #: of their own.
         self.refresh_hooks: list[Callable[[sa.Connection], None]] = []
+
+    def start_background_refresh(self) -> None:
+        """Leave full loads, the first included, to a daemon thread of
+        this process (``host_cache_refresher``); requests then only read
+        what changed. Call it in the process that serves (after a fork:
+        threads do not survive one); ``close()`` stops the thread."""
+        if not (self._refresher and self._refresher.alive):
+            self._refresher = host_cache_refresher.Refresher(self)
+            self._refresher.start()
+
+    def close(self) -> None:
+        """Stop the background refresher, if any; the cache stays usable
+        and does its full loads on the request path again."""
+        if self._refresher is not None:
+            self._refresher.stop()
+            self._refresher = None
 
     def host_table(self, now: float | None = None) -> HostTable:
         """``host_states()`` as a HostTable, whose columns carry over from
@@ -747,11 +781,35 @@ class HostManager:
 
     def _refresh(self, now: float) -> None:
         opts = self.conf.filter_scheduler
-        full = (self._last_full is None
-                or now - self._last_full >= opts.full_refresh_interval)
+        # With a background refresher running, full loads after the first
+        # are its job: a request only reads what changed.
+        full = self._last_full is None or (
+            not (self._refresher and self._refresher.alive)
+            and now - self._last_full >= opts.full_refresh_interval)
+        began = time.perf_counter()
+        changes = self._read(full, now, hooks=True)
+        self._apply(changes)
+        if full:
+            # A full load reads the overlap window too.
+            self._last_full = self._window_checked = now
+        self._refreshed(changes, began)
+
+    def _refreshed(self, changes: _Changes, began: float) -> None:
+        self.last_refresh = RefreshStats(
+            full=changes.full, duration=time.perf_counter() - began,
+            rows_read=changes.rows_read, rows_fetched=changes.rows_fetched,
+            rows_decoded=changes.rows_decoded,
+            allocations_read=changes.allocations_read,
+            hosts=len(self._ordered))
+        observability.metrics().refreshed(
+            changes.full, self.last_refresh.duration, changes.rows_fetched)
+
+    def _read(self, full: bool, now: float, hooks: bool) -> _Changes:
+        """One refresh's reads, not yet applied; ``hooks``: run the
+        refresh hooks on its connection."""
+        opts = self.conf.filter_scheduler
         ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
                   opts.disk_allocation_ratio)
-        began = time.perf_counter()
         # No pre-ping round trip on every request: a pooled connection
         # the database dropped fails the first statement instead, and the
         # refresh runs once more on a fresh one.
@@ -774,26 +832,15 @@ class HostManager:
                     else:
                         changes = self._read_changed(
                             connection, now, opts.refresh_overlap, ratios)
-                    for hook in self.refresh_hooks:
+                    for hook in self.refresh_hooks if hooks else ():
                         hook(connection)
-                break
+                return changes
             except sa_exc.DBAPIError as e:
                 if not e.connection_invalidated or attempt == 2:
                     raise
                 LOG.info("Database connection lost; refreshing the host "
                          "cache on a new one: %s", db_api.one_line(e))
-        self._apply(changes)
-        if full:
-            # A full load reads the overlap window too.
-            self._last_full = self._window_checked = now
-        self.last_refresh = RefreshStats(
-            full=full, duration=time.perf_counter() - began,
-            rows_read=changes.rows_read, rows_fetched=changes.rows_fetched,
-            rows_decoded=changes.rows_decoded,
-            allocations_read=changes.allocations_read,
-            hosts=len(self._ordered))
-        observability.metrics().refreshed(full, self.last_refresh.duration,
-                                          changes.rows_fetched)
+        raise AssertionError("unreachable")
 
     def _read_all(self, connection: sa.Connection,
                   ratios: tuple[float, float, float]) -> _Changes:
@@ -945,7 +992,45 @@ class HostManager:
             return None
         return entry.decoded
 
+    def reload(self) -> None:
+        """Load every row without holding up requests, then swap the
+        result in, keeping what requests took in meanwhile (the
+        background refresher's full load). Errors propagate; the cache
+        stays as it was."""
+        now, began = self._clock(), time.perf_counter()
+        with self._lock:
+            self._touched, known = set(), set(self._entries)
+        try:
+            changes = self._read(True, now, hooks=False)
+        except BaseException:
+            with self._lock:
+                self._touched = None
+            raise
+        with self._lock:
+            touched, self._touched = self._touched or set(), None
+            for node_id in touched:
+                current = self._entries.get(node_id)
+                # Taken in during the read: possibly newer than the load,
+                # never older than the state the watermark vouches for.
+                # Cached before the read yet missing from it: deleted.
+                if current is not None and (node_id in changes.entries
+                                            or node_id not in known):
+                    changes.entries[node_id] = current
+                else:
+                    changes.entries.pop(node_id, None)
+            if touched and self._watermark is not None:
+                # A kept entry may predate changes the load saw: the
+                # watermark stays, so that the next refresh reads them.
+                changes.newest = None
+            else:
+                self._window_checked = now
+            self._apply(changes)
+            self._last_full = now
+            self._refreshed(changes, began)
+
     def _apply(self, changes: _Changes) -> None:
+        if self._touched is not None:
+            self._touched.update(changes.entries.keys(), changes.gone)
         # A full load's entries are the whole table: what is not in them
         # is gone.
         gone = (self._entries.keys() - changes.entries.keys()

@@ -6,13 +6,22 @@ times ``FilterScheduler.select`` for a request that exercises the default
 filters plus ComputeCapabilities, Metrics and ResourcesThreshold, weighed
 by RAM, CPU, Metrics and Resources weighers. Between two decisions one
 node's row changes, as a monitor report would, so every decision pays for
-an incremental refresh.
+an incremental refresh. ``[filter_scheduler] full_refresh_interval`` is
+short (``--full-refresh-interval``) and the measured window lasts at least
+two of them, so that periodic full loads happen while decisions are timed:
+on the request path (``--no-background``, or a scheduler that has no
+background refresher) or in the background refresher, as a serving
+process runs it.
 
 Prints one machine-readable line per fleet size, e.g.
-``hosts=1000 p50_ms=1.20 p99_ms=2.40 per_s=830``.
+``hosts=1000 p50_ms=1.20 p99_ms=2.40 per_s=830 ...``, with the cold start
+(the first load and decision: ``cold_s``, and the resident memory they
+added per host, ``bytes_per_host``) and the full loads that happened while
+decisions were timed (``reloads``).
 """
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -101,6 +110,20 @@ def touch_one(engine: sa.Engine, size: int, rng: random.Random) -> None:
             generation=table.c.generation + 1))
 
 
+def resident_bytes() -> int:
+    """This process's resident memory (Linux), 0 where unknown."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def background_loads(manager: object) -> int:
+    refresher = getattr(manager, "_refresher", None)
+    return refresher.loads if refresher is not None else 0
+
+
 def make_conf(url: str) -> cfg.ConfigOpts:
     conf = cfg.ConfigOpts()
     scheduler_conf.register_opts(conf)
@@ -113,26 +136,57 @@ def make_conf(url: str) -> cfg.ConfigOpts:
     return conf
 
 
-def bench(size: int, decisions: int, url: str | None) -> dict:
+def bench(size: int, decisions: int, url: str | None, interval: int,
+          background: bool) -> dict:
     rng = random.Random(size)
     with tempfile.TemporaryDirectory() as tmp:
         conf = make_conf(url or f"sqlite:///{tmp}/bench.sqlite")
+        conf.set_override("full_refresh_interval", interval,
+                          group="filter_scheduler")
         engine = db_api.get_engine(conf)
         migration.db_sync(engine)
         with engine.begin() as connection:
             connection.execute(sa.delete(models.ComputeNode.__table__))
         build_fleet(engine, size, rng)
         scheduler = filter_scheduler.FilterScheduler(conf)
-        scheduler.host_manager.host_states()  # warm the cache: full load
+        manager = scheduler.host_manager
+        gc.collect()
+        memory = resident_bytes()
+        cold = time.perf_counter()
+        if background and hasattr(manager, "start_background_refresh"):
+            # As a serving worker does: the refresher starts the first
+            # load, the first request waits for it.
+            manager.start_background_refresh()
+        # The first decision builds the filters' and weighers' columns:
+        # part of the cold start, not of the steady state measured next.
+        scheduler.select(RequestSpec.from_dict(REQUEST))
+        cold = time.perf_counter() - cold
+        gc.collect()
+        memory = resident_bytes() - memory
         samples = []
-        decoded = 0
-        for _ in range(decisions):
+        decoded = incremental = reloads = 0
+        loads = background_loads(manager)
+        began = time.monotonic()
+        # Two full loads' intervals at least, so that the window holds
+        # periodic full loads whatever the fleet's speed.
+        while (len(samples) < decisions
+               or time.monotonic() - began < 2 * interval + 0.5):
             touch_one(engine, size, rng)
             started = time.perf_counter()
             spec = RequestSpec.from_dict(REQUEST)
             scheduler.select(spec)
             samples.append((time.perf_counter() - started) * 1000)
-            decoded += scheduler.host_manager.last_refresh.rows_decoded
+            refresh = manager.last_refresh
+            if refresh.full:
+                # On the request path; the background refresher's own
+                # loads are counted apart.
+                reloads += not background_loads(manager)
+            else:
+                incremental += 1
+                decoded += refresh.rows_decoded
+        reloads += background_loads(manager) - loads
+        if hasattr(manager, "close"):
+            manager.close()
         db_api.dispose_engines()
     samples.sort()
     return {
@@ -140,8 +194,13 @@ def bench(size: int, decisions: int, url: str | None) -> dict:
         "p50_ms": statistics.median(samples),
         "p99_ms": samples[min(len(samples) - 1,
                               int(len(samples) * 0.99))],
+        "max_ms": samples[-1],
         "per_s": 1000 / statistics.mean(samples),
-        "rows_decoded_per_decision": decoded / decisions,
+        "decisions": len(samples),
+        "reloads": reloads,
+        "cold_s": cold,
+        "bytes_per_host": memory / size,
+        "rows_decoded_per_decision": decoded / max(incremental, 1),
     }
 
 
@@ -151,15 +210,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="fleet size (repeatable); default 100, 1000, "
                         "10000")
     parser.add_argument("--decisions", type=int, default=200,
-                        help="decisions timed per fleet size")
+                        help="decisions timed per fleet size, at least "
+                        "(the window lasts two full-load intervals)")
+    parser.add_argument("--full-refresh-interval", type=int, default=5,
+                        help="[filter_scheduler] full_refresh_interval, "
+                        "seconds (default 5)")
+    parser.add_argument("--no-background", action="store_true",
+                        help="full loads on the request path, as "
+                        "commands do, not in a background refresher")
     parser.add_argument("--db-url", default=os.environ.get("BENCH_DB_URL"),
                         help="database to use (its compute_nodes table is "
                         "emptied); default a temporary SQLite file")
     args = parser.parse_args(argv)
     for size in args.hosts or DEFAULT_SIZES:
-        result = bench(size, args.decisions, args.db_url)
+        result = bench(size, args.decisions, args.db_url,
+                       args.full_refresh_interval, not args.no_background)
         print(f"hosts={result['hosts']} p50_ms={result['p50_ms']:.2f} "
-              f"p99_ms={result['p99_ms']:.2f} per_s={result['per_s']:.0f} "
+              f"p99_ms={result['p99_ms']:.2f} max_ms={result['max_ms']:.1f} "
+              f"per_s={result['per_s']:.0f} "
+              f"decisions={result['decisions']} "
+              f"reloads={result['reloads']} cold_s={result['cold_s']:.2f} "
+              f"bytes_per_host={result['bytes_per_host']:.0f} "
               "rows_decoded_per_decision="
               f"{result['rows_decoded_per_decision']:.2f}", flush=True)
     return 0

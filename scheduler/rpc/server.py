@@ -36,6 +36,7 @@ from scheduler import rpc
 from scheduler.balancer.task import PeriodicBalancer
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
+from scheduler.host_manager import HostManager
 from scheduler.rpc import arguments
 from scheduler.rpc import notification_process
 from scheduler.rpc import notifications
@@ -414,6 +415,7 @@ class SchedulerWorker(oslo_service.ServiceBase):
         self.command_line = command_line
         self.rpc_service: SchedulerRPCService | None = None
         self.balancing: PeriodicBalancer | None = None
+        self._host_manager: HostManager | None = None
         self._stopped = threading.Event()
 
     def start(self) -> None:
@@ -425,6 +427,13 @@ class SchedulerWorker(oslo_service.ServiceBase):
             manager = self.manager_factory(self.conf)
         if self._stopped.is_set():
             return
+        # Here, not in the manager: this runs in the worker after the
+        # fork, and threads do not survive one. The first load starts
+        # now, while the broker connects.
+        host_manager = getattr(manager, "host_manager", None)
+        if host_manager is not None:
+            host_manager.start_background_refresh()
+            self._host_manager = host_manager
         manager.resume_releases()
         self.rpc_service = SchedulerRPCService(
             self.conf, manager, command_line=self.command_line)
@@ -462,6 +471,9 @@ class SchedulerWorker(oslo_service.ServiceBase):
             self.balancing.stop()
         if self.rpc_service is not None:
             self.rpc_service.stop()
+        if self._host_manager is not None:
+            # After the requests in progress, which may still refresh.
+            self._host_manager.close()
 
     def wait(self) -> None:
         self._stopped.wait()

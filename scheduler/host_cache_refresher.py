@@ -1,0 +1,121 @@
+"""Full loads of the host cache in the background.
+
+A full load reads every ``compute_nodes`` row and claim: at 100,000 hosts
+it takes seconds, which on the request path (``HostManager``'s default)
+is the p99 of every request that comes due for it. A serving process
+hands full loads to a ``Refresher``: a daemon thread that does the first
+load at once, then every ``[filter_scheduler] full_refresh_interval``
+seconds builds the new cache outside the request lock and swaps it in
+(``HostManager.reload()``); requests meanwhile use the current cache and
+read only what changed.
+
+A plain daemon thread rather than oslo.service's looping call: the
+scheduler runs no eventlet hub, the loop is a dozen lines, and the cache's
+owner is the ``HostManager``, which commands and tests use without any
+oslo.service service around it.
+
+Threads do not survive ``fork()``: the refresher of a process that forked
+is dead in the child (``alive`` False), where the cache then falls back to
+full loads on the request path until ``start_background_refresh()`` is
+called there; ``SchedulerWorker.start`` calls it in each worker.
+"""
+
+import os
+import threading
+from typing import TYPE_CHECKING
+
+from oslo_log import log as logging
+
+if TYPE_CHECKING:
+    # host_manager imports this module: no cycle at run time.
+    from scheduler.host_manager import HostManager
+
+LOG = logging.getLogger(__name__)
+
+#: Seconds before the first retry of a failed load; doubled on each
+#: failure up to ``full_refresh_interval``.
+FIRST_RETRY = 1.0
+
+
+class Refresher:
+    """The background full loads of one ``HostManager``."""
+
+    def __init__(self, manager: "HostManager"):
+        self._manager = manager
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._done = threading.Condition()
+        #: Loads completed and failed, for tests and benchmarks.
+        self.loads = 0
+        self.failures = 0
+        self._pid = os.getpid()
+        self._thread = threading.Thread(
+            target=self._run, name="host-cache-refresher", daemon=True)
+
+    @property
+    def alive(self) -> bool:
+        """True while the thread runs in this process (not in a child
+        forked since, nor after ``stop()``)."""
+        return (self._pid == os.getpid() and self._thread.is_alive()
+                and not self._stop.is_set())
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Stop the loop; waits for a load in progress (up to
+        ``timeout``), so that no thread outlives its manager."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive() and self._pid == os.getpid():
+            self._thread.join(timeout)
+
+    def load_now(self, loads: int | None = None,
+                 timeout: float | None = None) -> bool:
+        """Start the next load now and wait until ``loads`` loads have
+        completed (default: one more than now); False on timeout."""
+        with self._done:
+            wanted = self.loads + 1 if loads is None else loads
+        self._wake.set()
+        with self._done:
+            return self._done.wait_for(lambda: self.loads >= wanted,
+                                       timeout)
+
+    def run_once(self) -> bool:
+        """One load: the first on the request path's terms (a request
+        arriving meanwhile waits for it rather than loading again), the
+        next ones swapped in. False when it failed, which is logged and
+        leaves the cache as it was."""
+        manager = self._manager
+        try:
+            if manager.last_refresh is None:
+                manager.host_states()
+            else:
+                manager.reload()
+        except Exception:
+            LOG.exception("Full load of the host cache failed; requests "
+                          "keep the cache they have")
+            with self._done:
+                self.failures += 1
+                self._done.notify_all()
+            return False
+        with self._done:
+            self.loads += 1
+            self._done.notify_all()
+        return True
+
+    def _run(self) -> None:
+        delay = FIRST_RETRY
+        while not self._stop.is_set():
+            # Cleared before the load: a load_now() during it is a wish
+            # for the next one.
+            self._wake.clear()
+            interval = self._manager.conf.filter_scheduler.\
+                full_refresh_interval
+            if self.run_once():
+                delay, wait = FIRST_RETRY, interval
+            else:
+                # Soon, then less often: a database that is down is not
+                # hammered, one that blipped is retried within a second.
+                wait, delay = min(delay, interval), min(delay * 2, interval)
+            self._wake.wait(wait)
