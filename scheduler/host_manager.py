@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -96,8 +97,8 @@ class HostState:
     #: Valid instance entries of the last report (DESIGN §11), by instance
     #: uuid and name; read through ``scheduler.instance_metrics``, never
     #: by host filters and weighers.
-    instance_metrics: dict[str, dict[str, Metric]] = dataclasses.field(
-        default_factory=dict)
+    instance_metrics: Mapping[str, Mapping[str, Metric]] = \
+        dataclasses.field(default_factory=dict)
     disabled: bool = False
     disabled_reason: str | None = None
     updated_at: datetime.datetime | None = None
@@ -380,7 +381,7 @@ class _Decoded:
     text: tuple[str, str, str]
     metrics: dict[str, Metric]
     bad_metrics: frozenset[str]
-    instance_metrics: dict[str, dict[str, Metric]]
+    instance_metrics: Mapping[str, Mapping[str, Metric]]
     cpu_info: dict
     networks: frozenset[str]
 
@@ -559,8 +560,8 @@ def _decode(row: _NodeRow) -> _Decoded:
     decoded = _Decoded(
         text=(row.metrics, row.cpu_info, row.networks),
         metrics=metrics, bad_metrics=bad_metrics,
-        instance_metrics=instance_metrics_mod.decode(instance_entries,
-                                                     problems),
+        instance_metrics=instance_metrics_mod.OnFirstUse(
+            instance_entries, row.hypervisor_hostname),
         cpu_info=_decode_cpu_info(row.cpu_info, problems),
         networks=_decode_networks(row.networks, problems))
     if problems:

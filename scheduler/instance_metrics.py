@@ -17,7 +17,10 @@ or already moved away) is unavailable, as is an entry older than
 from __future__ import annotations
 
 import datetime
+import threading
 from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
 
 # host_manager imports this module while it loads: only its attributes
 # are read here, at call time.
@@ -58,6 +61,49 @@ def decode(entries: Iterable[dict], problems: list[str]
         metrics[name] = hm.Metric(*read)
     return {instance: metrics for instance, metrics in found.items()
             if metrics}
+
+
+class OnFirstUse(Mapping):
+    """The instance entries of one report, decoded when first read.
+
+    Only balancers read instance entries, once per tick, while every
+    decision refreshes the reports that changed: decoding them up front
+    cost each refresh as much as the host's own metrics (a node's
+    instances outnumber its metrics). Problems are logged when decoded,
+    once per report.
+    """
+
+    def __init__(self, entries: list[dict], node: str):
+        self._entries = entries
+        self._node = node
+        self._decoded: dict[str, dict[str, hm.Metric]] | None = None
+        self._lock = threading.Lock()
+
+    def _metrics(self) -> dict[str, dict[str, hm.Metric]]:
+        decoded = self._decoded
+        if decoded is not None:
+            return decoded
+        # Cached host states are shared by every request thread.
+        with self._lock:
+            if self._decoded is None:
+                problems: list[str] = []
+                self._decoded = decode(self._entries, problems)
+                self._entries = []
+                if problems:
+                    hm.LOG.warning(
+                        "Compute node %s reports malformed instance "
+                        "entries; they are left out: %s", self._node,
+                        "; ".join(problems))
+            return self._decoded
+
+    def __getitem__(self, instance: str) -> dict[str, hm.Metric]:
+        return self._metrics()[instance]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._metrics())
+
+    def __len__(self) -> int:
+        return len(self._metrics())
 
 
 def instance_metric(host: hm.HostState, instance_uuid: str, name: str,
