@@ -14,6 +14,7 @@ request ``schedulers[policy_set.name_for(spec.cluster)]``.
 """
 
 import dataclasses
+import functools
 import importlib.metadata
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -318,7 +319,11 @@ def _parameters(group: str, items: Sequence[str]) -> dict[str, str]:
     return parameters
 
 
+@functools.cache
 def _entry_points(namespace: str) -> importlib.metadata.EntryPoints:
+    # Scanning every installed distribution costs milliseconds; the API
+    # validates policies per request. What is installed does not change
+    # under a running process (stevedore caches it the same way).
     return importlib.metadata.entry_points(group=namespace)
 
 
@@ -334,6 +339,12 @@ def _check_plugins(group: str, option: str, names: Sequence[str],
             + suggest.did_you_mean(unknown[0], available))
 
 
+# Loaded once per name: stevedore's lookup costs a millisecond, paid per
+# policy validated (the API validates per request). Failures are not
+# cached (functools.cache keeps return values only).
+_loaded_balancer = functools.cache(balancer_base.balancer_class)
+
+
 def _balancer_class(group: str, name: str) -> type:
     # Checked here first: stevedore would also log the unknown name on
     # stderr, and the error must stay one line.
@@ -345,7 +356,7 @@ def _balancer_class(group: str, name: str) -> type:
             f"none: {', '.join(available + [NO_BALANCER])}"
             + suggest.did_you_mean(name, available))
     try:
-        return balancer_base.balancer_class(name)
+        return _loaded_balancer(name)
     except KeyError:
         raise exception.ConfigError(
             group, "balancer", name, "the plugin failed to load") from None

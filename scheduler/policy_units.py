@@ -7,6 +7,7 @@ units an administrator disabled have a row (``disabled_policy_units``).
 """
 
 import dataclasses
+import functools
 import importlib.metadata
 import uuid
 
@@ -26,6 +27,7 @@ OWN_DISTRIBUTION = "metrics-scheduler"
 ID_NAMESPACE = uuid.UUID("5a0f0c2e-51c4-4d8e-9f43-0d1ab6a3c917")
 
 
+@functools.cache
 def unit_id(unit_type: str, name: str) -> str:
     return str(uuid.uuid5(ID_NAMESPACE, f"{unit_type}:{name}"))
 
@@ -79,7 +81,18 @@ def _internal(entry_point: importlib.metadata.EntryPoint) -> bool:
     return dist is not None and dist.name == OWN_DISTRIBUTION
 
 
+@functools.cache
+def _installed() -> tuple[PolicyUnit, ...]:
+    return tuple(_scan())
+
+
 def installed_units() -> list[PolicyUnit]:
+    """Every installed unit, by type then name (read once per process:
+    plugins installed later need a restart, as for every program)."""
+    return list(_installed())
+
+
+def _scan() -> list[PolicyUnit]:
     """Every installed unit, by type then name. Loads each plugin once
     (for its description); a plugin that fails to load is listed with
     why."""

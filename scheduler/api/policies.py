@@ -1,7 +1,10 @@
 """/v1/schedulingpolicies and its filters, weights and balances."""
 
+import json
+
 import sqlalchemy as sa
 
+from scheduler import policy_store
 from scheduler import policy_units
 from scheduler.api import access
 from scheduler.api import body
@@ -29,7 +32,9 @@ def _all(ctx: Context) -> list[dict]:
     shown = repo.config_policies(ctx.conf, settings)
     rows = ctx.session.scalars(sa.select(models.SchedulingPolicy).order_by(
         models.SchedulingPolicy.name)).all()
-    shown += [repo.represent_stored(ctx.conf, ctx.session, row, settings)
+    units = repo.units_by_policy(ctx.session)
+    shown += [repo.represent_stored(ctx.conf, ctx.session, row, settings,
+                                    units.get(row.id, []))
               for row in rows]
     return shown
 
@@ -50,9 +55,23 @@ def _etag(shown: dict) -> str:
                      else "locked-" + shown["id"])
 
 
+# The list as of a policy generation, per configuration: every write
+# that changes what it shows bumps the generation in its transaction, so
+# a read of the one-row counter tells whether it is still current.
+# Kept encoded: with 100 policies, encoding costs more than the rest.
+_LISTS: dict[int, tuple[int, bytes]] = {}
+
+
 def list_policies(ctx: Context) -> Reply:
     ctx.access.authorize(rules.READ)
-    return Reply({"schedulingpolicies": _all(ctx)})
+    generation = policy_store.read_generation(ctx.session.connection())
+    cached = _LISTS.get(id(ctx.conf))
+    if cached is None or cached[0] != generation:
+        # Read after the counter: a write committed in between is shown,
+        # under the older generation, and recomputed next time.
+        body = json.dumps({"schedulingpolicies": _all(ctx)}).encode()
+        cached = _LISTS[id(ctx.conf)] = (generation, body)
+    return Reply(cached[1])
 
 
 def show_policy(ctx: Context, id: str) -> Reply:

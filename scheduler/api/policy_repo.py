@@ -89,17 +89,32 @@ def represent(policy_id: str, policy: cluster_policy.ClusterPolicy,
     }
 
 
+# The configuration does not change under a running API: its policies
+# are built once per ConfigOpts.
+_CONFIG_BUILT: dict[int, list[cluster_policy.ClusterPolicy]] = {}
+
+
+def _config_built(conf: cfg.ConfigOpts) -> list[cluster_policy.ClusterPolicy]:
+    built = _CONFIG_BUILT.get(id(conf))
+    if built is None:
+        built = []
+        for name in cluster_policy.config_policy_names(conf):
+            try:
+                built.append(cluster_policy.build_policy(
+                    conf, name, cluster_policy.config_options(conf, name)))
+            except exception.ConfigError:
+                continue
+        _CONFIG_BUILT[id(conf)] = built
+    return built
+
+
 def config_policies(conf: cfg.ConfigOpts,
                     settings: Mapping[str, str | None]) -> list[dict]:
     """The config-file policies, locked; one that does not validate is
     left out (config check and start-up report it)."""
     shown = []
-    for name in cluster_policy.config_policy_names(conf):
-        try:
-            policy = cluster_policy.build_policy(
-                conf, name, cluster_policy.config_options(conf, name))
-        except exception.ConfigError:
-            continue
+    for policy in _config_built(conf):
+        name = policy.name
         policy_id = policy_units.config_policy_id(name)
         shown.append(represent(
             policy_id, policy, f"from the configuration ({name})",
@@ -117,11 +132,22 @@ def stored_row(session: Session, policy_id: str,
     return session.scalars(query).first()
 
 
-def draft_of(session: Session, row: models.SchedulingPolicy
-             ) -> policy_body.Draft:
-    units = session.scalars(sa.select(_UNIT_COLUMNS).where(
-        _UNIT_COLUMNS.policy_id == row.id).order_by(
-        _UNIT_COLUMNS.ordinal)).all()
+def units_by_policy(session: Session, ids: list[str] | None = None
+                    ) -> dict[str, list]:
+    """Unit rows of the policies ``ids`` (all: None), in one query."""
+    query = sa.select(_UNIT_COLUMNS).order_by(_UNIT_COLUMNS.ordinal)
+    if ids is not None:
+        query = query.where(_UNIT_COLUMNS.policy_id.in_(ids))
+    found: dict[str, list] = {}
+    for unit in session.scalars(query):
+        found.setdefault(unit.policy_id, []).append(unit)
+    return found
+
+
+def draft_of(session: Session, row: models.SchedulingPolicy,
+             units: list | None = None) -> policy_body.Draft:
+    if units is None:
+        units = units_by_policy(session, [row.id]).get(row.id, [])
     return policy_body.Draft(
         name=row.name, description=row.description,
         normalization=row.normalization,
@@ -135,8 +161,9 @@ def draft_of(session: Session, row: models.SchedulingPolicy
 
 def represent_stored(conf: cfg.ConfigOpts, session: Session,
                      row: models.SchedulingPolicy,
-                     settings: Mapping[str, str | None]) -> dict:
-    draft = draft_of(session, row)
+                     settings: Mapping[str, str | None],
+                     units: list | None = None) -> dict:
+    draft = draft_of(session, row, units)
     # Built for its resolved order and defaults; a stored policy a
     # plugin removal broke is shown as stored.
     try:

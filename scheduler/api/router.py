@@ -117,7 +117,9 @@ class Router:
         response = webob.Response(status=reply.status, charset=None)
         if reply.body is not None:
             response.content_type = "application/json"
-            response.body = json.dumps(reply.body).encode()
+            # bytes: JSON a handler keeps encoded (the cached list).
+            response.body = (reply.body if isinstance(reply.body, bytes)
+                             else json.dumps(reply.body).encode())
         elif reply.status == 200:
             response.status = 204
         if reply.etag is not None:
