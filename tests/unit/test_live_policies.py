@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from scheduler import policy_units
 from scheduler.db import api as db_api
 from scheduler.db import models
+from tests.unit import test_balance_planner as balance_tests
 from tests.unit.test_manager import add_node
 from tests.unit.test_manager import make_manager
 from tests.unit.test_manager import spec
@@ -116,3 +117,30 @@ def test_cluster_overrides_and_broken_policies(unit_ratio_config, engine):
     # The broken one is skipped: c2 keeps its configured (no) policy.
     assert mgr.policies.for_cluster("c2") is None
     assert mgr.planner.policies is mgr.policies
+
+
+def test_policy_edit_changes_the_next_balancing_plan(scheduler_config,
+                                                     engine):
+    conf = scheduler_config
+    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
+    conf.set_override("host_subset_size", 1, group="filter_scheduler")
+    fleet = balance_tests.standard_fleet(engine, ticks=2)
+    spread = store_policy(engine, "spread", {"CPUWeigher": 1},
+                          balancer="even_distribution",
+                          properties={"HighUtilization": 80})
+    attach(engine, "c1", spread)
+    mgr = make_manager(conf)
+    balance_tests.record_history(fleet, mgr.planner)
+    # h0 and h1 stayed over 80 % for the two minutes: one move planned.
+    planned = mgr.balance(dry_run=True)
+    assert [m["source_host"] for m in planned] == ["h0"]
+    assert planned[0]["cluster_policy"] == "spread"
+    with engine.begin() as connection:
+        connection.execute(POLICIES.update().where(
+            POLICIES.c.id == spread).values(
+            properties=json.dumps({"HighUtilization": 95}), version=2))
+        bump(connection)
+    # The next tick's refresh reads the edit: nothing is over 95 %.
+    mgr.balance(dry_run=True)
+    assert mgr.balance(dry_run=True) == []
+    assert mgr.planner.policies.for_cluster("c1").label == "spread v2"
