@@ -3,6 +3,10 @@ cluster_admin of c1, cluster_admin of *, reader, a user without role
 and an unauthenticated caller; permissions granted with
 ``scheduler-manage permission``. A denied request changes nothing."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tests.functional import api_server
@@ -177,3 +181,20 @@ def test_unusable_auth_configuration_exits_2(run_console_script,
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], lines
+
+
+def test_wsgi_application_for_uwsgi_and_gunicorn(tmp_path, write_config,
+                                                 sqlite_url):
+    api_server.sync(sqlite_url)
+    config = write_config({"database": {"connection": sqlite_url},
+                           "api": {"auth_strategy": "noauth"}},
+                          name="wsgi.conf")
+    script = ("import webob\n"
+              "from scheduler.api.wsgi import application\n"
+              "print(webob.Request.blank('/v1/schedulingpolicyunits')"
+              ".get_response(application).status)\n")
+    result = subprocess.run([sys.executable, "-c", script],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ,
+                                 "SCHEDULER_API_CONFIG": str(config)})
+    assert result.stdout.strip() == "200 OK", result.stderr
