@@ -352,6 +352,21 @@ def _fetch(connection: sa.Connection, query: sa.Select,
             for row in connection.execute(query, parameters).all()]
 
 
+#: Rows a background full load handles between two ``pace()`` calls: a
+#: few milliseconds of work, so that requests wait no longer for the GIL.
+_PACE_ROWS = 500
+
+
+def _fetch_paced(connection: sa.Connection, query: sa.Select,
+                 shape: type[NamedTuple], pace: Callable[[], None]) -> list:
+    """``_fetch()`` in slices, calling ``pace()`` after each."""
+    rows: list = []
+    for part in connection.execute(query).partitions(_PACE_ROWS):
+        rows.extend(map(shape._make, part))
+        pace()
+    return rows
+
+
 # The statements of an incremental refresh, built once: building one
 # costs more than running it on a small result.
 _ALL_KEYS = _select(_NODES, _KeyRow)
@@ -805,9 +820,10 @@ class HostManager:
         observability.metrics().refreshed(
             changes.full, self.last_refresh.duration, changes.rows_fetched)
 
-    def _read(self, full: bool, now: float, hooks: bool) -> _Changes:
+    def _read(self, full: bool, now: float, hooks: bool,
+              pace: Callable[[], None] | None = None) -> _Changes:
         """One refresh's reads, not yet applied; ``hooks``: run the
-        refresh hooks on its connection."""
+        refresh hooks on its connection; ``pace``: see ``reload()``."""
         opts = self.conf.filter_scheduler
         ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
                   opts.disk_allocation_ratio)
@@ -829,7 +845,7 @@ class HostManager:
                         connection = connection.execution_options(
                             isolation_level="AUTOCOMMIT")
                     if full:
-                        changes = self._read_all(connection, ratios)
+                        changes = self._read_all(connection, ratios, pace)
                     else:
                         changes = self._read_changed(
                             connection, now, opts.refresh_overlap, ratios)
@@ -844,13 +860,21 @@ class HostManager:
         raise AssertionError("unreachable")
 
     def _read_all(self, connection: sa.Connection,
-                  ratios: tuple[float, float, float]) -> _Changes:
-        rows = _fetch(connection, _select(_NODES, _NodeRow), _NodeRow)
-        allocations = _fetch(connection,
-                             _select(_ALLOCATIONS, _AllocationRow),
-                             _AllocationRow)
+                  ratios: tuple[float, float, float],
+                  pace: Callable[[], None] | None = None) -> _Changes:
+        if pace is None:
+            rows = _fetch(connection, _select(_NODES, _NodeRow), _NodeRow)
+            allocations = _fetch(connection,
+                                 _select(_ALLOCATIONS, _AllocationRow),
+                                 _AllocationRow)
+        else:
+            rows = _fetch_paced(connection, _select(_NODES, _NodeRow),
+                                _NodeRow, pace)
+            allocations = _fetch_paced(
+                connection, _select(_ALLOCATIONS, _AllocationRow),
+                _AllocationRow, pace)
         entries, decoded = self._build_entries(rows, allocations, ratios,
-                                               reuse=True)
+                                               reuse=True, pace=pace)
         return _Changes(
             full=True, entries=entries, gone=set(),
             newest=max((row.changed_at for row in rows), default=None),
@@ -957,12 +981,15 @@ class HostManager:
 
     def _build_entries(self, rows: Sequence[_NodeRow],
                        allocations: Sequence[_AllocationRow],
-                       ratios: tuple[float, float, float], reuse: bool
+                       ratios: tuple[float, float, float], reuse: bool,
+                       pace: Callable[[], None] | None = None
                        ) -> tuple[dict[int, _Entry], int]:
         by_node = _by_node(allocations)
         entries = {}
         decoded_rows = 0
-        for row in rows:
+        for index, row in enumerate(rows):
+            if pace is not None and index % _PACE_ROWS == _PACE_ROWS - 1:
+                pace()
             claims = by_node.get(row.id, ())
             source = (row, tuple(claims), ratios)
             old = self._entries.get(row.id) if reuse else None
@@ -993,16 +1020,23 @@ class HostManager:
             return None
         return entry.decoded
 
-    def reload(self) -> None:
+    def reload(self, pace: Callable[[], None] | None = None) -> None:
         """Load every row without holding up requests, then swap the
         result in, keeping what requests took in meanwhile (the
-        background refresher's full load). Errors propagate; the cache
-        stays as it was."""
+        background refresher's full load). ``pace()`` is called between
+        slices of the work. Errors propagate; the cache stays as it was."""
         now, began = self._clock(), time.perf_counter()
         with self._lock:
             self._touched, known = set(), set(self._entries)
         try:
-            changes = self._read(True, now, hooks=False)
+            changes = self._read(True, now, hooks=False, pace=pace)
+            # Outside the lock, so that the swap holds it for the changed
+            # rows only: what differs from the cache the read began with
+            # (what requests changed since is in _touched).
+            diff = {node_id: entry for node_id, entry
+                    in changes.entries.items()
+                    if self._entries.get(node_id) is not entry}
+            gone = known - changes.entries.keys()
         except BaseException:
             with self._lock:
                 self._touched = None
@@ -1011,21 +1045,24 @@ class HostManager:
             touched, self._touched = self._touched or set(), None
             for node_id in touched:
                 current = self._entries.get(node_id)
+                diff.pop(node_id, None)
                 # Taken in during the read: possibly newer than the load,
                 # never older than the state the watermark vouches for.
                 # Cached before the read yet missing from it: deleted.
                 if current is not None and (node_id in changes.entries
                                             or node_id not in known):
-                    changes.entries[node_id] = current
+                    gone.discard(node_id)
                 else:
-                    changes.entries.pop(node_id, None)
+                    gone.add(node_id)
+            newest = changes.newest
             if touched and self._watermark is not None:
                 # A kept entry may predate changes the load saw: the
                 # watermark stays, so that the next refresh reads them.
-                changes.newest = None
+                newest = None
             else:
                 self._window_checked = now
-            self._apply(changes)
+            self._apply(dataclasses.replace(
+                changes, full=False, entries=diff, gone=gone, newest=newest))
             self._last_full = now
             self._refreshed(changes, began)
 

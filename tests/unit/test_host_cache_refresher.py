@@ -318,3 +318,31 @@ class FakeService:
 
     def stop(self) -> None:
         pass
+
+
+def test_paced_reload_reads_what_a_full_load_reads(conf, engine, manager,
+                                                   monkeypatch):
+    monkeypatch.setattr(hm, "_PACE_ROWS", 2)
+    ids = [add_node(engine, f"h{i}") for i in range(5)]
+    manager.host_states()
+    for node_id in ids[:3]:
+        claim(engine, node_id, vcpus=2)
+    update_node(engine, ids[4], host="a")
+    paces = []
+    manager.reload(pace=lambda: paces.append(True))
+    assert len(paces) >= 5
+    fresh = hm.HostManager(conf).host_states()
+    assert [(s.host, s.vcpus_claimed) for s in manager.host_states()] == [
+        (s.host, s.vcpus_claimed) for s in fresh]
+
+
+def test_stop_abandons_a_paced_reload(engine, manager):
+    add_node(engine, "a")
+    refresher = host_cache_refresher.Refresher(manager)
+    assert refresher.run_once()
+    table = manager.host_table()
+    refresher._stop.set()
+    assert refresher.run_once() is False
+    assert refresher.failures == 0
+    assert manager._touched is None
+    assert manager.host_table() is table
