@@ -105,6 +105,10 @@ class PolicySet:
     policies: Mapping[str, ClusterPolicy]
     cluster_policies: Mapping[str, str]
     default_policy: str | None
+    #: Migration policy ids set through the REST API, by cluster; they
+    #: win over [migration] cluster_policies.
+    migration_policies: Mapping[str, str] = dataclasses.field(
+        default_factory=dict)
 
     def name_for(self, cluster: str | None) -> str | None:
         """Policy name of ``cluster``; None means [filter_scheduler]."""

@@ -114,7 +114,10 @@ def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
         options_by_id.setdefault(policy_units.config_policy_id(name),
                                  (name, {}))
     mapping = dict(base.cluster_policies)
+    movement = {}
     for setting in cluster_settings(connection):
+        if setting["migration_policy"]:
+            movement[setting["cluster"]] = setting["migration_policy"]
         found = options_by_id.get(setting["scheduling_policy_id"] or "")
         if found is None:
             continue
@@ -138,7 +141,8 @@ def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
                       setting["cluster"], e)
             continue
         mapping[setting["cluster"]] = name
-    return cluster_policy.PolicySet(policies, mapping, base.default_policy)
+    return cluster_policy.PolicySet(policies, mapping, base.default_policy,
+                                    movement)
 
 
 def current_policy_set(conf: cfg.ConfigOpts) -> cluster_policy.PolicySet:

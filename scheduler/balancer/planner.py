@@ -20,6 +20,7 @@ destination. A dry run decides the same way but claims nothing and
 records nothing.
 """
 
+import dataclasses
 import datetime
 import itertools
 import uuid
@@ -115,6 +116,11 @@ class BalancePlanner:
         is logged on one line and the other clusters are balanced.
         """
         movement = migration_policies.read_migration_policies(self.conf)
+        if self.policies.migration_policies:
+            # Set through the REST API: wins over the config file's.
+            movement = dataclasses.replace(movement, cluster_policies={
+                **movement.cluster_policies,
+                **self.policies.migration_policies})
         if migration_policy is not None:
             movement.policy_for(None, migration_policy)
         hosts = self.host_manager.host_states()

@@ -144,3 +144,22 @@ def test_policy_edit_changes_the_next_balancing_plan(scheduler_config,
     mgr.balance(dry_run=True)
     assert mgr.balance(dry_run=True) == []
     assert mgr.planner.policies.for_cluster("c1").label == "spread v2"
+
+
+def test_migration_policy_set_through_the_api_is_used(scheduler_config,
+                                                      engine):
+    conf = scheduler_config
+    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
+    conf.set_override("host_subset_size", 1, group="filter_scheduler")
+    fleet = balance_tests.standard_fleet(engine, ticks=2)
+    spread = store_policy(engine, "spread", {"CPUWeigher": 1},
+                          balancer="even_distribution")
+    attach(engine, "c1", spread)
+    with engine.begin() as connection:
+        connection.execute(SETTINGS.update().where(
+            SETTINGS.c.cluster == "c1").values(migration_policy="post_copy"))
+        bump(connection)
+    mgr = make_manager(conf)
+    balance_tests.record_history(fleet, mgr.planner)
+    planned, = mgr.balance(dry_run=True)
+    assert planned["migration_policy"] == "post_copy"
