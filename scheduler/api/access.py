@@ -47,8 +47,9 @@ class Access:
             return cls(None, roles, clusters, enf)
         keystone_roles = {r.strip() for r in
                           environ.get("HTTP_X_ROLES", "").split(",")}
+        # keystonemiddleware's OpenStack-System-Scope header.
         if "admin" in keystone_roles and environ.get(
-                "HTTP_X_SYSTEM_SCOPE") == "all":
+                "HTTP_OPENSTACK_SYSTEM_SCOPE") == "all":
             roles.add("admin")
         if keystone_roles & {"reader", "member"}:
             roles.add("reader")

@@ -1,0 +1,171 @@
+"""A real Keystone for the ``keystone`` auth strategy's tests: installed
+from PyPI into a virtualenv of the tests' own (cached under
+``~/.cache/metrics-scheduler/keystone-venv``, or
+``SCHEDULER_TEST_KEYSTONE_VENV``), on SQLite, served on a free loopback
+port by the standard library's WSGI server (a test server only)."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.functional import conftest
+from tests.functional import private_servers
+
+VENV = Path(os.environ.get(
+    "SCHEDULER_TEST_KEYSTONE_VENV",
+    Path.home() / ".cache" / "metrics-scheduler" / "keystone-venv"))
+ADMIN_PASSWORD = "keystone-admin"
+SERVE = """
+import sys
+# Keystone parses the command line; the port comes first, then nothing.
+port = int(sys.argv.pop(1))
+from socketserver import ThreadingMixIn
+from wsgiref.simple_server import WSGIServer, make_server
+class Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+from keystone.wsgi.api import application
+make_server("127.0.0.1", port, application,
+            server_class=Server).serve_forever()
+"""
+
+
+def _unavailable(reason: str) -> None:
+    if conftest.in_ci():
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+def venv_python() -> Path:
+    """The venv's python, Keystone installed; created on first use."""
+    python = VENV / "bin" / "python"
+    if python.exists() and subprocess.run(
+            [python, "-c", "import keystone.wsgi.api"],
+            capture_output=True).returncode == 0:
+        return python
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+    result = subprocess.run([python, "-m", "pip", "install", "-q",
+                             "keystone"], capture_output=True, text=True,
+                            timeout=1800)
+    if result.returncode != 0:
+        _unavailable("Keystone could not be installed from PyPI: "
+                     + result.stderr.strip().splitlines()[-1])
+    return python
+
+
+class Keystone:
+    def __init__(self, workdir: Path):
+        self.python = venv_python()
+        self.port = private_servers.free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v3"
+        self.config = workdir / "keystone.conf"
+        keys = {name: workdir / name for name in
+                ("fernet-keys", "fernet-receipts", "credential-keys")}
+        self.config.write_text(
+            f"[database]\nconnection = sqlite:///{workdir}/keystone.db\n"
+            f"[fernet_tokens]\nkey_repository = {keys['fernet-keys']}\n"
+            f"[fernet_receipts]\nkey_repository = "
+            f"{keys['fernet-receipts']}\n"
+            f"[credential]\nkey_repository = {keys['credential-keys']}\n")
+        for args in (["db_sync"],
+                     ["fernet_setup", "--keystone-user", "root",
+                      "--keystone-group", "root"],
+                     ["credential_setup", "--keystone-user", "root",
+                      "--keystone-group", "root"],
+                     ["bootstrap", "--bootstrap-password", ADMIN_PASSWORD,
+                      "--bootstrap-admin-url", self.url,
+                      "--bootstrap-public-url", self.url,
+                      "--bootstrap-internal-url", self.url,
+                      "--bootstrap-region-id", "RegionOne"]):
+            self._manage(args)
+        env = dict(os.environ, OS_KEYSTONE_CONFIG_FILES=str(self.config))
+        self.log_path = workdir / "keystone.log"
+        # The child keeps its own descriptor of the log.
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [self.python, "-c", SERVE, str(self.port)], env=env,
+                stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL)
+        self._wait()
+
+    def _manage(self, args: list[str]) -> None:
+        manage = self.python.parent / "keystone-manage"
+        result = subprocess.run([manage, "--config-file", self.config,
+                                 *args], capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, (args, result.stderr[-2000:])
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail("keystone exited:\n"
+                            + self.log_path.read_text(errors="replace"),
+                            pytrace=False)
+            try:
+                urllib.request.urlopen(self.url, timeout=2).read()
+                return
+            except OSError:
+                time.sleep(0.3)
+        pytest.fail("keystone did not start", pytrace=False)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+    def request(self, method: str, path: str, body: dict | None = None,
+                token: str | None = None) -> tuple[dict, dict]:
+        request = urllib.request.Request(
+            self.url + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Content-Type": "application/json",
+                     **({"X-Auth-Token": token} if token else {})})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            payload = response.read()
+            return (dict(response.headers),
+                    json.loads(payload) if payload else {})
+
+    def token(self, user: str, password: str, scope: dict) -> str:
+        headers, _ = self.request("POST", "/auth/tokens", {"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": user, "domain": {"id": "default"},
+                "password": password}}},
+            "scope": scope}})
+        return headers["X-Subject-Token"]
+
+    def admin_token(self) -> str:
+        """System-scoped: Keystone's admin of the whole deployment."""
+        return self.token("admin", ADMIN_PASSWORD, {"system": {"all": True}})
+
+    def project_member(self, name: str, password: str) -> str:
+        """A new user with the member role on a new project; its token."""
+        admin = self.admin_token()
+        _, project = self.request("POST", "/projects", {"project": {
+            "name": f"{name}-project", "domain_id": "default"}}, admin)
+        _, user = self.request("POST", "/users", {"user": {
+            "name": name, "password": password, "domain_id": "default"}},
+            admin)
+        _, roles = self.request("GET", "/roles?name=member", token=admin)
+        role = roles["roles"][0]["id"]
+        self.request("PUT", f"/projects/{project['project']['id']}/users/"
+                     f"{user['user']['id']}/roles/{role}", token=admin)
+        return self.token(name, password, {"project": {
+            "name": f"{name}-project", "domain": {"id": "default"}}})
+
+
+def authtoken_section(keystone: Keystone) -> dict:
+    """[keystone_authtoken] of scheduler-api, Keystone's admin as the
+    service user."""
+    return {"www_authenticate_uri": keystone.url,
+            "auth_url": keystone.url, "auth_type": "password",
+            "username": "admin", "password": ADMIN_PASSWORD,
+            "user_domain_name": "Default", "project_name": "admin",
+            "project_domain_name": "Default"}
+
+
