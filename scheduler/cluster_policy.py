@@ -109,6 +109,10 @@ class PolicySet:
     #: win over [migration] cluster_policies.
     migration_policies: Mapping[str, str] = dataclasses.field(
         default_factory=dict)
+    #: Bandwidth settings set through the REST API, by cluster: auto,
+    #: hypervisor_default or Mbps, as [migration] bandwidth.
+    bandwidths: Mapping[str, str | int] = dataclasses.field(
+        default_factory=dict)
 
     def name_for(self, cluster: str | None) -> str | None:
         """Policy name of ``cluster``; None means [filter_scheduler]."""

@@ -115,9 +115,15 @@ def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
                                  (name, {}))
     mapping = dict(base.cluster_policies)
     movement = {}
+    bandwidths: dict[str, str | int] = {}
     for setting in cluster_settings(connection):
         if setting["migration_policy"]:
             movement[setting["cluster"]] = setting["migration_policy"]
+        method = setting["bandwidth_method"]
+        if method == "custom" and setting["bandwidth_custom"]:
+            bandwidths[setting["cluster"]] = setting["bandwidth_custom"]
+        elif method in ("auto", "hypervisor_default"):
+            bandwidths[setting["cluster"]] = method
         found = options_by_id.get(setting["scheduling_policy_id"] or "")
         if found is None:
             continue
@@ -142,7 +148,7 @@ def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
             continue
         mapping[setting["cluster"]] = name
     return cluster_policy.PolicySet(policies, mapping, base.default_policy,
-                                    movement)
+                                    movement, bandwidths)
 
 
 def current_policy_set(conf: cfg.ConfigOpts) -> cluster_policy.PolicySet:

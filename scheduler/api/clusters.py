@@ -57,6 +57,13 @@ def _show(ctx: Context, name: str) -> dict:
     migration_id = (row.migration_policy if row and row.migration_policy
                     else movement.cluster_policies.get(
                         name, movement.default_policy))
+    # Unset through the API: what [migration] bandwidth gives.
+    method: object = ctx.conf.migration.bandwidth
+    custom = method if isinstance(method, int) else None
+    if row is not None and row.bandwidth_method:
+        method, custom = row.bandwidth_method, row.bandwidth_custom
+    elif custom is not None:
+        method = "custom"
     return {
         "name": name,
         "scheduling_policy": (None if policy_id is None else {
@@ -64,10 +71,8 @@ def _show(ctx: Context, name: str) -> dict:
         "properties": json.loads(row.properties) if row else {},
         "migration": {
             "policy": {"id": migration_id},
-            "bandwidth": {
-                "assignment_method": (row.bandwidth_method if row and
-                                      row.bandwidth_method else "auto"),
-                "custom_value": row.bandwidth_custom if row else None}},
+            "bandwidth": {"assignment_method": method,
+                          "custom_value": custom}},
         "version": row.version if row else 0,
     }
 

@@ -313,7 +313,8 @@ class BalancePlanner:
                 state=migrations_mod.PLANNED, created_at=now,
                 updated_at=now, vcpus=instance.vcpus,
                 bandwidth_mbps=migration_policies.bandwidth_per_migration(
-                    self.conf, migration_policy),
+                    self.conf, migration_policy,
+                    setting=self.policies.bandwidths.get(cluster)),
                 load_vcpus=round(instance.load, 3),
                 load_percent=(100.0 if instance.cpu_percent is None
                               else instance.cpu_percent),

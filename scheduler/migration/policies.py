@@ -339,7 +339,8 @@ def _policy(item: Mapping) -> MigrationPolicy:
 
 def bandwidth_per_migration(conf: cfg.ConfigOpts, policy: MigrationPolicy,
                             link_speed_mbps: int | None = None,
-                            hypervisor_default_mbps: int | None = None
+                            hypervisor_default_mbps: int | None = None,
+                            setting: str | int | None = None
                             ) -> int | None:
     """Mbps one migration may use; None lets the hypervisor decide.
 
@@ -347,8 +348,11 @@ def bandwidth_per_migration(conf: cfg.ConfigOpts, policy: MigrationPolicy,
     known; a number is the operator's. Either is shared by the policy's
     maxMigrations concurrent migrations (oVirt). Otherwise the
     hypervisor's own per-migration default applies, undivided.
+    ``setting`` (a cluster's, set through the REST API) replaces
+    ``[migration] bandwidth``.
     """
-    setting = conf.migration.bandwidth
+    if setting is None:
+        setting = conf.migration.bandwidth
     if setting == migration_conf.BANDWIDTH_AUTO and link_speed_mbps:
         total = link_speed_mbps
     elif isinstance(setting, int):

@@ -157,9 +157,13 @@ def test_migration_policy_set_through_the_api_is_used(scheduler_config,
     attach(engine, "c1", spread)
     with engine.begin() as connection:
         connection.execute(SETTINGS.update().where(
-            SETTINGS.c.cluster == "c1").values(migration_policy="post_copy"))
+            SETTINGS.c.cluster == "c1").values(
+            migration_policy="post_copy", bandwidth_method="custom",
+            bandwidth_custom=800))
         bump(connection)
     mgr = make_manager(conf)
     balance_tests.record_history(fleet, mgr.planner)
     planned, = mgr.balance(dry_run=True)
     assert planned["migration_policy"] == "post_copy"
+    # post_copy runs 2 migrations at a time: each gets half.
+    assert planned["bandwidth_mbps"] == 400
