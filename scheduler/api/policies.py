@@ -3,6 +3,7 @@
 import json
 
 import sqlalchemy as sa
+from oslo_config import cfg
 
 from scheduler import policy_store
 from scheduler import policy_units
@@ -59,19 +60,20 @@ def _etag(shown: dict) -> str:
 # that changes what it shows bumps the generation in its transaction, so
 # a read of the one-row counter tells whether it is still current.
 # Kept encoded: with 100 policies, encoding costs more than the rest.
-_LISTS: dict[int, tuple[int, bytes]] = {}
+# Keyed by id, holding the ConfigOpts so that its id is not reused.
+_LISTS: dict[int, tuple[cfg.ConfigOpts, int, bytes]] = {}
 
 
 def list_policies(ctx: Context) -> Reply:
     ctx.access.authorize(rules.READ)
     generation = policy_store.read_generation(ctx.session.connection())
     cached = _LISTS.get(id(ctx.conf))
-    if cached is None or cached[0] != generation:
+    if cached is None or cached[1] != generation:
         # Read after the counter: a write committed in between is shown,
         # under the older generation, and recomputed next time.
         body = json.dumps({"schedulingpolicies": _all(ctx)}).encode()
-        cached = _LISTS[id(ctx.conf)] = (generation, body)
-    return Reply(cached[1])
+        cached = _LISTS[id(ctx.conf)] = (ctx.conf, generation, body)
+    return Reply(cached[2])
 
 
 def show_policy(ctx: Context, id: str) -> Reply:

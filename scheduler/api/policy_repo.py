@@ -91,11 +91,15 @@ def represent(policy_id: str, policy: cluster_policy.ClusterPolicy,
 
 # The configuration does not change under a running API: its policies
 # are built once per ConfigOpts.
-_CONFIG_BUILT: dict[int, list[cluster_policy.ClusterPolicy]] = {}
+# Keyed by id, holding the ConfigOpts (which is unhashable) so that its
+# id cannot be reused by another while the entry exists.
+_CONFIG_BUILT: dict[int, tuple[cfg.ConfigOpts,
+                               list[cluster_policy.ClusterPolicy]]] = {}
 
 
 def _config_built(conf: cfg.ConfigOpts) -> list[cluster_policy.ClusterPolicy]:
-    built = _CONFIG_BUILT.get(id(conf))
+    entry = _CONFIG_BUILT.get(id(conf))
+    built = entry[1] if entry is not None else None
     if built is None:
         built = []
         for name in cluster_policy.config_policy_names(conf):
@@ -104,7 +108,7 @@ def _config_built(conf: cfg.ConfigOpts) -> list[cluster_policy.ClusterPolicy]:
                     conf, name, cluster_policy.config_options(conf, name)))
             except exception.ConfigError:
                 continue
-        _CONFIG_BUILT[id(conf)] = built
+        _CONFIG_BUILT[id(conf)] = (conf, built)
     return built
 
 
