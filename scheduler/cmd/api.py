@@ -3,6 +3,7 @@ served by cheroot when run directly."""
 
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from cheroot import wsgi
@@ -58,10 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                          server_name="scheduler-api")
 
     def stop(signum, _frame) -> None:
-        # Out of serve() in the main thread; its finally stops cheroot's
-        # workers (stop() from here would wait on this very thread).
+        # From another thread: stop() joins cheroot's workers (giving
+        # requests in progress its shutdown_timeout), and serve() in the
+        # main thread returns once the server is no longer ready.
         LOG.info("Signal %d: stopping", signum)
-        raise SystemExit(0)
+        threading.Thread(target=server.stop, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -75,8 +77,6 @@ def main(argv: Sequence[str] | None = None) -> int:
              CONF.api.host, server.bind_addr[1], CONF.api.auth_strategy)
     try:
         server.serve()
-    except SystemExit:
-        pass
     finally:
         server.stop()
     return 0

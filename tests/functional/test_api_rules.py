@@ -3,6 +3,7 @@ cluster_admin of c1, cluster_admin of *, reader, a user without role
 and an unauthenticated caller; permissions granted with
 ``scheduler-manage permission``. A denied request changes nothing."""
 
+import http.client
 import os
 import subprocess
 import sys
@@ -198,3 +199,19 @@ def test_wsgi_application_for_uwsgi_and_gunicorn(tmp_path, write_config,
                             env={**os.environ,
                                  "SCHEDULER_API_CONFIG": str(config)})
     assert result.stdout.strip() == "200 OK", result.stderr
+
+
+def test_sigterm_stops_the_server_with_status_0(tmp_path, write_config,
+                                                start_console_script,
+                                                sqlite_url):
+    api_server.sync(sqlite_url)
+    api = api_server.start(tmp_path, write_config, start_console_script,
+                           sqlite_url, strategy="noauth")
+    # A keep-alive connection left open does not hold the server up.
+    connection = http.client.HTTPConnection("127.0.0.1", api.port)
+    connection.request("GET", "/v1/schedulingpolicies")
+    assert connection.getresponse().read()
+    try:
+        assert api.process.stop(timeout=30) == 0, api.process.stderr
+    finally:
+        connection.close()
