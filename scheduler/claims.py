@@ -102,6 +102,10 @@ class Claim:
     #: again (``HostManager.record_claim``).
     generation: int | None = None
     changed_at: datetime.datetime | None = None
+    #: When a failed request gave the claim up for release in the
+    #: background (``DeferredReleases``): the release spares the claim if
+    #: a retry handed it out since (``Claims.keep``).
+    deferred_at: datetime.datetime | None = None
 
 
 class ClaimConflict(exception.SchedulerError):
@@ -486,31 +490,58 @@ class Claims:
 
     def release(self, instance_uuid: str) -> bool:
         """Delete the instance's claim; False when it held none."""
-        return self._release(_ALLOCATIONS.c.instance_uuid, instance_uuid)
+        return self._release(_ALLOCATIONS.c.instance_uuid == instance_uuid)
 
-    def release_allocation(self, allocation_id: str) -> bool:
+    def release_allocation(self, allocation_id: str,
+                           made_before: datetime.datetime | None = None
+                           ) -> bool:
         """Delete one allocation by its own uuid; False when it is gone.
 
         Used to undo the claims of a failed request: by allocation, so
         that a claim some other request made for the same instance in the
-        meantime is never touched.
+        meantime is never touched. With ``made_before``, an allocation
+        stamped later (a retry of the request took it over, ``keep``) is
+        spared too, whichever process the retry reached.
         """
-        return self._release(_ALLOCATIONS.c.uuid, allocation_id)
+        where = _ALLOCATIONS.c.uuid == allocation_id
+        if made_before is not None:
+            where &= _ALLOCATIONS.c.created_at <= made_before
+        return self._release(where)
 
-    def _release(self, column: sa.Column, value: str) -> bool:
+    def keep(self, claim: Claim) -> bool:
+        """Take over an existing claim that a failed request may have left
+        for release (by this process or any other): stamped anew, so
+        that a release deferred before now spares it. False when it is
+        gone (released meanwhile): the caller must claim again."""
+        now = models.utcnow()
+        with write_transaction(self.engine) as connection:
+            # The node first, the order of every writer; its change key
+            # moves so that host caches read the new stamp.
+            connection.execute(_BUMP, {"node_id": claim.node_id,
+                                       "now": now})
+            kept = connection.execute(
+                _ALLOCATIONS.update()
+                .where(_ALLOCATIONS.c.uuid == claim.allocation_id)
+                .values(created_at=now)).rowcount
+            if kept != 1:
+                connection.rollback()
+                return False
+        return True
+
+    def _release(self, where: sa.ColumnElement) -> bool:
         retries = _Retries()
         while True:
             try:
-                return self._release_once(column, value)
+                return self._release_once(where)
             except sa_exc.DBAPIError as e:
                 if not retries.another(e):
                     raise
 
-    def _release_once(self, column: sa.Column, value: str) -> bool:
+    def _release_once(self, where: sa.ColumnElement) -> bool:
         with write_transaction(self.engine) as connection:
             node_id = connection.execute(
                 sa.select(_ALLOCATIONS.c.compute_node_id)
-                .where(column == value)).scalar()
+                .where(where)).scalar()
             if node_id is None:
                 return False
             # Node row first, then the allocation: the order claims lock
@@ -518,7 +549,7 @@ class Claims:
             connection.execute(_BUMP, {"node_id": node_id,
                                        "now": models.utcnow()})
             deleted = connection.execute(
-                _ALLOCATIONS.delete().where(column == value)).rowcount
+                _ALLOCATIONS.delete().where(where)).rowcount
             if deleted != 1:
                 # Released concurrently: undo the bump, report nothing
                 # released.
@@ -535,11 +566,17 @@ _RECORD_FIELDS = {"allocation_id": str, "instance_uuid": str, "node_id": int,
 
 def _record(claim: Claim) -> dict:
     """A claim awaiting release as the journal keeps it."""
-    return {name: getattr(claim, name) for name in _RECORD_FIELDS}
+    record = {name: getattr(claim, name) for name in _RECORD_FIELDS}
+    if claim.deferred_at is not None:
+        record["deferred_at"] = claim.deferred_at.isoformat()
+    return record
 
 
 def _from_record(record: dict) -> Claim:
     """The claim of a journal record; ValueError naming what is wrong."""
+    record = dict(record)
+    # Records of earlier versions have no deferred_at: released as then.
+    deferred = record.pop("deferred_at", None)
     if set(record) != set(_RECORD_FIELDS):
         raise ValueError(f"a record has the fields {sorted(record)}, "
                          f"expected {sorted(_RECORD_FIELDS)}")
@@ -548,7 +585,11 @@ def _from_record(record: dict) -> Claim:
                 record[name], bool):
             raise ValueError(f"{name} {record[name]!r} is not of type "
                              f"{kind.__name__}")
-    return Claim(**record)
+    if deferred is not None:
+        if not isinstance(deferred, str):
+            raise ValueError(f"deferred_at {deferred!r} is not a string")
+        deferred = datetime.datetime.fromisoformat(deferred)
+    return Claim(**record, deferred_at=deferred)
 
 
 #: Released allocation ids a DeferredReleases remembers: far more than a
@@ -590,6 +631,8 @@ class DeferredReleases:
             collections.OrderedDict()
 
     def add(self, claim: Claim) -> None:
+        if claim.deferred_at is None:
+            claim = dataclasses.replace(claim, deferred_at=models.utcnow())
         with self._changed:
             self._pending[claim.allocation_id] = claim
             self._save()
@@ -677,7 +720,8 @@ class DeferredReleases:
                 with self._releasing:
                     if not self._still_pending(claim):
                         continue
-                    self.store.release_allocation(claim.allocation_id)
+                    self.store.release_allocation(claim.allocation_id,
+                                                  claim.deferred_at)
             except Exception as e:
                 LOG.debug("Release of claim %s still failing (%s); next "
                           "try in %g s", claim.allocation_id,

@@ -816,7 +816,7 @@ class SchedulerManager:
         held = self.claims.find([u for u in uuids if u not in entries])
         # A claim released in the background meanwhile is not held.
         held = {instance: claim for instance, claim in held.items()
-                if self.deferred_releases.cancel(claim.allocation_id)}
+                if self._take_over(claim)}
         for instance, claim in held.items():
             entries[instance] = [_claim_entry(claim, None)]
         self.stats.add(idempotent=len(held))
@@ -941,19 +941,26 @@ class SchedulerManager:
 
     def _claim_kept(self, node_id: int, instance: str, usage: claims.Usage,
                     group: str | None, allocation_id: str) -> claims.Claim:
-        """``Claims.claim``, but an existing claim of the instance that
-        this process's background releases freed while it was looked up
-        is not handed out: the node is claimed anew (a failed request's
-        claim, released just as its retry found it)."""
+        """``Claims.claim``, but an existing claim of the instance is
+        taken over (``_take_over``), and one freed by a background release
+        while it was looked up is not handed out: the node is claimed
+        anew (a failed request's claim, released as its retry found
+        it)."""
         while True:
             claim = self.claims.claim(node_id, instance, usage, group=group,
                                       allocation_id=allocation_id)
-            if (not claim.existing
-                    or self.deferred_releases.cancel(claim.allocation_id)):
+            if not claim.existing or self._take_over(claim):
                 return claim
             LOG.info("Claim %s of instance %s was released in the "
                      "background as it was found; claiming again",
                      claim.allocation_id, instance)
+
+    def _take_over(self, claim: claims.Claim) -> bool:
+        """Hand out an existing claim of an instance: no release that a
+        failed request of it left pending, here or in another worker, may
+        free it afterwards. False when it was freed already."""
+        return (self.deferred_releases.cancel(claim.allocation_id)
+                and self.claims.keep(claim))
 
     def _roll_back(self, made: list[claims.Claim]) -> None:
         for claim in reversed(made):

@@ -1,6 +1,7 @@
 """Claims in the database: capacity checks, idempotency, release."""
 
 import dataclasses
+import datetime
 import json
 import pathlib
 import threading
@@ -386,7 +387,7 @@ def test_claim_committed_before_the_connection_dropped_is_ours(
 class DatabaseAway(claims.Claims):
     """Claims whose releases the database refuses."""
 
-    def release_allocation(self, allocation_id):
+    def release_allocation(self, allocation_id, made_before=None):
         raise sa_exc.OperationalError("DELETE", {}, Exception(
             "connection refused"))
 
@@ -423,6 +424,10 @@ def test_pending_releases_are_kept_on_disk_until_released(
     away = new_releases(DatabaseAway(conf), journal_dir, interval=0.01)
     away.add(held)
     record, = json.loads(pathlib.Path(away.journal.path).read_text())
+    # When it was given up: a retry that takes the claim over after that
+    # keeps it from this release (Claims.keep).
+    deferred = datetime.datetime.fromisoformat(record.pop("deferred_at"))
+    assert away.pending()[0].deferred_at == deferred
     assert claims.Claim(**record) == dataclasses.replace(
         held, generation=None, changed_at=None)
     assert journal_files(journal_dir) == [f"{away.journal.id}.json",

@@ -1014,11 +1014,11 @@ def test_rollback_the_database_refused_is_retried_until_done(
                 "server closed the connection unexpectedly"))
         return real_claim(self, *args, **kwargs)
 
-    def release_allocation(self, allocation_id):
+    def release_allocation(self, allocation_id, made_before=None):
         if not database_up.is_set():
             raise sa_exc.OperationalError("DELETE", {}, Exception(
                 "connection refused"))
-        return real_release(self, allocation_id)
+        return real_release(self, allocation_id, made_before)
 
     monkeypatch.setattr(claims.Claims, "claim", claim)
     monkeypatch.setattr(claims.Claims, "release_allocation",
@@ -1077,6 +1077,28 @@ def test_a_claim_released_as_its_retry_finds_it_is_claimed_again(
     assert len(allocations(engine)) == 1
     assert mgr.deferred_releases.cancel(again["allocation_id"])
     assert not mgr.deferred_releases.cancel(held["allocation_id"])
+
+
+def test_a_claim_taken_over_by_a_retry_survives_another_workers_release(
+        mgr, engine, conf):
+    # A failed request left its claim for release in one worker; its
+    # retry reached another worker, which hands the claim out. The first
+    # worker's release, running later, must spare it.
+    add_node(engine, "a", vcpus=4)
+    instance = uuids(1)
+    held = mgr.select_destinations(spec(), instance)[0][0]
+    other_worker = claims.DeferredReleases(claims.Claims(conf))
+    # Its releasing thread is not started: it runs below, late.
+    other_worker._pending[held["allocation_id"]] = claims.Claim(
+        held["allocation_id"], instance[0], 0, held["uuid"], held["host"],
+        held["nodename"], 1, 512, 1, deferred_at=models.utcnow())
+    again = mgr.select_destinations(spec(), instance)[0][0]
+    assert again["allocation_id"] == held["allocation_id"]
+    other_worker._run()
+    assert len(allocations(engine)) == 1
+    # A release given up after the take-over still frees it.
+    assert mgr.release(instance[0])
+    assert allocations(engine) == []
 
 
 # Cluster policies and balancing
