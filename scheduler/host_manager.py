@@ -352,9 +352,10 @@ def _fetch(connection: sa.Connection, query: sa.Select,
             for row in connection.execute(query, parameters).all()]
 
 
-#: Rows a background full load handles between two ``pace()`` calls: a
-#: few milliseconds of work, so that requests wait no longer for the GIL.
-_PACE_ROWS = 500
+#: Rows a background full load handles between two ``pace()`` calls:
+#: ~2 ms of work, below the interpreter's 5 ms switch interval, so that a
+#: request waits for the GIL no longer than one slice.
+_PACE_ROWS = 100
 
 
 def _fetch_paced(connection: sa.Connection, query: sa.Select,
