@@ -26,6 +26,9 @@ import time
 from typing import TYPE_CHECKING
 
 from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
+
+from scheduler.db import api as db_api
 
 if TYPE_CHECKING:
     # host_manager imports this module: no cycle at run time.
@@ -120,9 +123,16 @@ class Refresher:
                 manager.reload(pace=_Pacer(self._stop))
         except Stopped:
             return False
-        except Exception:
-            LOG.exception("Full load of the host cache failed; requests "
-                          "keep the cache they have")
+        except Exception as e:
+            if isinstance(e, sa_exc.SQLAlchemyError):
+                # The database away or without the schema: the requests
+                # say so on their own; one line, no traceback per retry.
+                LOG.warning("Full load of the host cache failed, requests "
+                            "keep the cache they have: %s",
+                            db_api.one_line(e))
+            else:
+                LOG.exception("Full load of the host cache failed; "
+                              "requests keep the cache they have")
             with self._done:
                 self.failures += 1
                 self._done.notify_all()
