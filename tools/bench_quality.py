@@ -80,7 +80,8 @@ def main() -> int:
                         help="also run the herding case (1,000 hosts)")
     args = parser.parse_args()
     logging.getLogger("scheduler").setLevel(logging.WARNING)
-    workload = (trace.synthetic(args.synthetic, args.seed)
+    workload = (trace.synthetic(args.synthetic, args.seed,
+                                args.duration or trace.DAY)
                 if args.synthetic else trace.read_vmtable(args.trace))
     settings = runner.Settings(fleet=fleet.FleetSpec(args.hosts, 32, 131072,
                                                      clusters=args.clusters),

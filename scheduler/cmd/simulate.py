@@ -2,6 +2,7 @@
 engine and report how well it placed (scheduler.simulation)."""
 
 import json
+import math
 import os
 import sys
 import tempfile
@@ -144,9 +145,12 @@ def simulate(conf: cfg.ConfigOpts) -> int:
                      f"({args.hosts})")
     if min(args.host_vcpus, args.host_memory_mb) < 1:
         return _fail("--host-vcpus and --host-memory-mb must be positive")
-    if args.report_interval <= 0 or (args.duration is not None
-                                     and args.duration <= 0):
-        return _fail("--report-interval and --duration must be positive")
+    if not (args.report_interval > 0 and (args.duration is None
+                                         or 0 < args.duration < math.inf)):
+        return _fail("--report-interval and --duration must be positive "
+                     "and finite")
+    if args.seed < 0:
+        return _fail(f"--seed {args.seed}: expected a number >= 0")
     configs = [(", ".join(os.path.basename(p) for p in conf.config_file)
                 or "default", conf)]
     try:

@@ -1,4 +1,5 @@
-"""The figures of a simulation run, from what the nodes reported.
+"""The figures of a simulation run, from the nodes' load as the
+simulator knows it (what they report).
 
 Sampled at every report interval over every node (idle ones included):
 
@@ -6,9 +7,9 @@ Sampled at every report interval over every node (idle ones included):
   policy's HighUtilization, else 80 %) of cpu.percent.
 - ``cpu_stddev_mean``: the mean over the samples of the standard
   deviation of the nodes' cpu.percent: how evenly load is spread.
-- ``hosts_used_peak``: the most nodes holding at least one instance.
 
-Counted as they happen: ``placed``, ``rejected`` (NoValidHost),
+Counted as they happen: ``hosts_used_peak`` (the most nodes holding at
+least one instance at any moment), ``placed``, ``rejected`` (NoValidHost),
 ``migrations`` (carried out), and ``herd_max``: the most placements one
 node received between two of its own reports, i.e. decided on the same
 reported metrics.
@@ -50,12 +51,14 @@ class Figures:
     def reported(self, hosts: np.ndarray) -> None:
         self.since_report[hosts] = 0
 
-    def sample(self, cpu_percent: np.ndarray, hosts_used: int) -> None:
+    def used(self, hosts_used: int) -> None:
+        self.hosts_used_peak = max(self.hosts_used_peak, hosts_used)
+
+    def sample(self, cpu_percent: np.ndarray) -> None:
         self.samples += 1
         self.stddev_sum += float(np.std(cpu_percent))
         self.hot_host_minutes += self.sample_minutes * int(
             np.count_nonzero(cpu_percent >= self.hot_threshold))
-        self.hosts_used_peak = max(self.hosts_used_peak, hosts_used)
         self.cpu_history.append(cpu_percent.astype(np.float32))
 
     @property

@@ -29,6 +29,7 @@ from oslo_config import cfg
 from scheduler import clock
 from scheduler import exception
 from scheduler.balancer import migrations as migrations_mod
+from scheduler.balancer.task import PeriodicBalancer
 from scheduler.db import api as db_api
 from scheduler.db import migration as schema
 from scheduler.manager import SchedulerManager
@@ -42,6 +43,11 @@ START = datetime.datetime(2026, 1, 5)
 #: At most this many report phases per interval: nodes of one phase
 #: report in one transaction.
 MAX_PHASES = 12
+#: Simulated seconds an event takes when another ran at the same instant:
+#: every write then gets a stamp of its own, later than what the host
+#: cache last read, as writes do in real time (a row stamped exactly at
+#: the cache's watermark is only found by its periodic late-change check).
+_STEP = 1e-6
 DEFAULT_HOT = 80.0
 
 # Event kinds, in the order they run at equal times.
@@ -74,6 +80,7 @@ class Simulation:
         self.uuids = [fleet_mod.instance_uuid(vm) for vm in range(vms)]
         self.host_of = np.full(vms, -1, dtype=np.int64)
         self.on_host: list[set[int]] = [set() for _ in range(self.hosts)]
+        self.hosts_used = 0
         self.busy_vcpus = np.zeros(self.hosts)
         self.memory_mb_used = np.full(self.hosts,
                                       fleet_mod.HOST_RESERVED_MB, np.int64)
@@ -96,6 +103,9 @@ class Simulation:
                                                   self.settings.fleet)
             self.fleet.create()
             self.manager = SchedulerManager(self.conf)
+            self._clock = sim_clock
+            # What scheduler-service runs every [balancer] interval.
+            self.balancer = PeriodicBalancer(self.conf, self.manager.planner)
             self.node_index = {
                 state.uuid: self.fleet.index_of[state.node_id]
                 for state in self.manager.host_manager.host_states()}
@@ -143,15 +153,14 @@ class Simulation:
             self._push(self.balance_interval, _BALANCE)
 
     def _balance_interval(self) -> float:
-        policy = self._policy()
-        if policy is None or policy.balancer is None:
-            return 0.0
-        return float(self.conf.balancer.interval)
+        # The service ticks whenever an interval is set; a tick plans
+        # nothing in clusters whose policy has no balancer.
+        return float(self.balancer.interval)
 
     def _loop(self, sim_clock: clock.SimulatedClock,
               duration: float) -> None:
         created = self.workload.created
-        arrivals = int(np.searchsorted(created, duration, side="left"))
+        arrivals = int(np.searchsorted(created, duration, side="right"))
         self.figures.vms = arrivals
         handlers = {_SLOT: self._new_slot, _END: self._end,
                     _REPORT: self._report, _SAMPLE: self._sample,
@@ -164,10 +173,10 @@ class Simulation:
                 at, kind, _, payload = heapq.heappop(self._events)
                 if at > duration:
                     break
-                sim_clock.advance_to(at)
+                self._advance(at)
                 handlers[kind](at, payload)
             elif following < arrivals:
-                sim_clock.advance_to(float(next_arrival))
+                self._advance(float(next_arrival))
                 self._arrive(following)
                 following += 1
             else:
@@ -175,6 +184,10 @@ class Simulation:
             if self.progress is not None:
                 self.progress(sim_clock.seconds)
         sim_clock.advance_to(max(sim_clock.seconds, duration))
+
+    def _advance(self, at: float) -> None:
+        clock_now = self._clock.seconds
+        self._clock.advance_to(at if at > clock_now else clock_now + _STEP)
 
     def _new_slot(self, at: float, _payload: int) -> None:
         slot = cpu_model.CpuModel.slot(at)
@@ -210,6 +223,9 @@ class Simulation:
 
     def _place(self, vm: int, host: int) -> None:
         self.host_of[vm] = host
+        if not self.on_host[host]:
+            self.hosts_used += 1
+            self.figures.used(self.hosts_used)
         self.on_host[host].add(vm)
         self.busy_vcpus[host] += self._demand(vm)
         self.memory_mb_used[host] += self.workload.memory_mb[vm]
@@ -218,6 +234,8 @@ class Simulation:
         host = int(self.host_of[vm])
         self.host_of[vm] = -1
         self.on_host[host].discard(vm)
+        if not self.on_host[host]:
+            self.hosts_used -= 1
         self.busy_vcpus[host] = max(self.busy_vcpus[host]
                                     - self._demand(vm), 0.0)
         self.memory_mb_used[host] -= self.workload.memory_mb[vm]
@@ -244,13 +262,15 @@ class Simulation:
         self._push(at + self.settings.report_interval, _REPORT, phase)
 
     def _sample(self, at: float, _payload: int) -> None:
-        used = sum(1 for vms in self.on_host if vms)
-        self.figures.sample(self._cpu_percent(slice(None)), used)
+        self.figures.sample(self._cpu_percent(slice(None)))
         self._push(at + self.settings.report_interval, _SAMPLE)
 
     def _balance(self, at: float, _payload: int) -> None:
         store = migrations_mod.MigrationStore(self.conf)
-        for planned in self.manager.balance():
+        planned_now = self.balancer.tick()
+        # Carried out after the planning, not at its very instant.
+        self._advance(self._clock.seconds)
+        for planned in planned_now:
             if not store.finish(planned["uuid"], migrations_mod.COMPLETED):
                 continue
             vm = uuid.UUID(planned["instance_uuid"]).int - 1

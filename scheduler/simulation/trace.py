@@ -13,7 +13,7 @@ where they come from are in docs/simulator.md.
 import csv
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -99,15 +99,20 @@ def read_vmtable(path: str) -> Workload:
     ``Workload.skipped``; raises TraceError when the file cannot be read
     or holds no usable line."""
     try:
-        with open(path, newline="", encoding="utf-8") as stream:
+        # A byte that is not UTF-8 spoils its field, not the file: the
+        # line is then skipped if that field had to be a number.
+        with open(path, newline="", encoding="utf-8",
+                  errors="replace") as stream:
             return _from_lines(csv.reader(stream), path)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
+    except (OSError, csv.Error) as e:
         raise TraceError(f"cannot read trace {path}: {e}") from e
 
 
-def _from_lines(rows: Iterable[list[str]], path: str) -> Workload:
+def _from_lines(rows: Iterator[list[str]], path: str) -> Workload:
     parsed, skipped = [], []
-    for number, row in enumerate(rows, 1):
+    for row in rows:
+        # The file's line number (a quoted field may span lines).
+        number = getattr(rows, "line_num", len(parsed) + len(skipped) + 1)
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         try:

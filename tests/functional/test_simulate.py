@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from scheduler.db import migration
 from scheduler.db import models
+from scheduler.simulation import runner
 
 #: The fields every run of the JSON report carries.
 RUN_FIELDS = {"config", "vms", "placed", "rejected", "hosts_used_peak",
@@ -140,10 +141,19 @@ def test_runs_on_a_configured_database_twice(run_console_script,
                 "hot_host_minutes", "cpu_stddev_mean", "herd_max"):
         assert first[key] == second[key], key
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    table = models.ComputeNode.__table__
     with engine.connect() as connection:
         nodes = connection.execute(sa.select(
-            models.ComputeNode.__table__.c.metrics_updated_at)).all()
+            table.c.metrics_updated_at, table.c.metrics)).all()
     engine.dispose()
-    # Reported in simulated time, on the last report before 900 s.
-    assert len(nodes) == 4
-    assert all(row[0].year == 2026 and row[0].month == 1 for row in nodes)
+    # Four phases of a 60 s interval: each node's last report, in
+    # simulated time, is one of the last four quarter minutes up to 900 s
+    # (a microsecond later where another event ran at that instant).
+    start = runner.START
+    assert sorted(round((row[0] - start).total_seconds(), 3)
+                  for row in nodes) == [855.0, 870.0, 885.0, 900.0]
+    for reported, metrics in nodes:
+        names = {entry["name"]: entry for entry in json.loads(metrics)}
+        assert 0.0 <= names["cpu.percent"]["value"] <= 100.0
+        assert names["cpu.percent"]["timestamp"] == \
+            reported.isoformat() + "Z"

@@ -137,3 +137,32 @@ def test_each_cluster_is_balanced(unit_ratio_config):
     assert fleet.FleetSpec(4, 4, 8192, clusters=2).cluster(3) == "sim-c1"
     assert result["migrations"] == 2
     assert all(len(vms) == 1 for vms in simulation.on_host)
+
+
+def test_the_engine_sees_every_move_before_the_next_arrival(
+        unit_ratio_config):
+    # Migrations are carried out right after the tick that planned them;
+    # the host cache must see them (and every other write) by the next
+    # decision, not only at its periodic late-change check.
+    _packing_then_balancing(unit_ratio_config)
+    work = _steady(*((minute * 30, 3600, 2, 1024, 100.0)
+                     for minute in range(12)))
+    settings = runner.Settings(fleet=fleet.FleetSpec(6, 4, 8192),
+                               report_interval=60.0, duration=400.0)
+    simulation = runner.Simulation(unit_ratio_config, work, settings)
+    arrive = simulation._arrive
+    mismatches = []
+
+    def checked_arrival(vm: int) -> None:
+        cached = {simulation.fleet.index_of[host.node_id]: host.instances
+                  for host in simulation.manager.host_manager.host_states()}
+        for host, vms in enumerate(simulation.on_host):
+            expected = {fleet.instance_uuid(v) for v in vms}
+            if cached[host] != expected:
+                mismatches.append((vm, host))
+        arrive(vm)
+
+    simulation._arrive = checked_arrival
+    result = simulation.run()
+    assert result["migrations"] >= 1
+    assert mismatches == []
