@@ -53,9 +53,9 @@ class Workload:
 
     @property
     def span(self) -> float:
-        """Seconds from the first creation to the last: the default
-        duration of a simulation."""
-        return float(self.created[-1] - self.created[0]) if len(self) else 0.0
+        """Seconds from the start of the simulation to the last creation:
+        the default duration of a simulation."""
+        return float(self.created[-1]) if len(self) else 0.0
 
     def truncated(self, vms: int) -> "Workload":
         """The first ``vms`` VMs."""

@@ -166,3 +166,13 @@ def test_the_engine_sees_every_move_before_the_next_arrival(
     result = simulation.run()
     assert result["migrations"] >= 1
     assert mismatches == []
+
+
+def test_by_default_every_vm_of_the_workload_arrives(unit_ratio_config):
+    # The default duration runs up to the last creation, included, also
+    # for a workload whose first VM comes after the start.
+    work = _steady((30, 900, 1, 512, 10.0), (45, 900, 1, 512, 10.0))
+    settings = runner.Settings(fleet=fleet.FleetSpec(2, 4, 8192))
+    result = runner.Simulation(unit_ratio_config, work, settings).run()
+    assert result["vms"] == result["placed"] == 2
+    assert result["sim_seconds"] == 45.0
