@@ -6,9 +6,9 @@ Events happen in simulated time, in this order when they coincide:
 2. instances end: ``SchedulerManager.release``,
 3. nodes report (``fleet``), each at its own phase of the report interval,
 4. the figures are sampled, once per report interval,
-5. the balancer ticks every ``[balancer] interval`` (when the policy has
-   one): ``SchedulerManager.balance``, whose planned migrations are then
-   carried out at once (``MigrationStore.finish``),
+5. the balancing task ticks every ``[balancer] interval``, as in the
+   service (``PeriodicBalancer``); the migrations it plans are carried
+   out a microsecond later (``MigrationStore.finish``),
 6. instances arrive: ``SchedulerManager.select_destinations``.
 
 Everything the scheduler decides goes through the manager the service
@@ -106,6 +106,7 @@ class Simulation:
             self._clock = sim_clock
             # What scheduler-service runs every [balancer] interval.
             self.balancer = PeriodicBalancer(self.conf, self.manager.planner)
+            self.migrations = migrations_mod.MigrationStore(self.conf)
             self.node_index = {
                 state.uuid: self.fleet.index_of[state.node_id]
                 for state in self.manager.host_manager.host_states()}
@@ -266,12 +267,12 @@ class Simulation:
         self._push(at + self.settings.report_interval, _SAMPLE)
 
     def _balance(self, at: float, _payload: int) -> None:
-        store = migrations_mod.MigrationStore(self.conf)
         planned_now = self.balancer.tick()
         # Carried out after the planning, not at its very instant.
         self._advance(self._clock.seconds)
         for planned in planned_now:
-            if not store.finish(planned["uuid"], migrations_mod.COMPLETED):
+            if not self.migrations.finish(planned["uuid"],
+                                          migrations_mod.COMPLETED):
                 continue
             vm = uuid.UUID(planned["instance_uuid"]).int - 1
             self._remove(vm)
