@@ -267,12 +267,24 @@ def test_incremental_refresh_decodes_only_the_changed_row(
     stats = manager.last_refresh
     assert not stats.full
     assert stats.rows_decoded == 1 and stats.rows_fetched == 1
-    # metrics, cpu_info and networks of that one row.
-    assert len(count_json) == 3
+    # The metrics of that one row: its cpu_info and networks did not
+    # change, their decoding is kept.
+    assert count_json == [metrics_json(now, cpu_percent=77.0)]
     assert after[2].metrics["cpu.percent"].value == 77.0
     for index in (0, 1, 3, 4):
         assert after[index] is before[index]
     assert after[2] is not before[2]
+    assert after[2].cpu_info is before[2].cpu_info
+
+
+def test_changed_cpu_info_and_networks_are_decoded_again(engine, manager):
+    node = add_node(engine, "a", when=models.utcnow() - 5 * SECOND)
+    manager.host_states()
+    update_node(engine, node, cpu_info=json.dumps({"arch": "aarch64"}),
+                networks=json.dumps(["physnet2"]))
+    host = manager.host_states()[0]
+    assert host.cpu_info == {"arch": "aarch64"}
+    assert host.networks == {"physnet2"}
 
 
 def test_unchanged_refresh_decodes_nothing(engine, manager, count_json):
@@ -419,6 +431,62 @@ def test_claim_the_cache_already_counts_is_not_recorded_twice(
                                     claimed["instance"], 3, 512, 10, None)
     host = manager.host_states()[0]
     assert (host.generation, host.vcpus_claimed) == (2, 3)
+
+
+def report(engine, node_id: int, when: datetime.datetime,
+           **values) -> None:
+    """A metrics report written the way the agent writes one."""
+    update_node(engine, node_id, metrics=metrics_json(when, **values),
+                metrics_updated_at=when, updated_at=when, changed_at=when,
+                generation=NODES.c.generation + 1)
+
+
+def test_report_alone_keeps_the_cached_claims(engine, manager):
+    start = models.utcnow() - 20 * SECOND
+    node = add_node(engine, "a", when=start)
+    instance = claim(engine, node, vcpus=3, when=start + SECOND)
+    assert manager.host_states()[0].vcpus_pending == 3
+    report(engine, node, start + 2 * SECOND, cpu_percent=55.0)
+    host = manager.host_states()[0]
+    assert manager.last_refresh.rows_decoded == 1
+    assert manager.last_refresh.allocations_read == 0
+    assert host.metrics["cpu.percent"].value == 55.0
+    assert host.instances == {instance} and host.vcpus_claimed == 3
+    # The report counts the claim now: no longer pending.
+    assert host.vcpus_pending == 0 and host.claims_pending == 0
+
+
+@pytest.mark.parametrize("claim_first", [True, False])
+def test_report_and_claim_since_the_last_read_reads_the_claims(
+        engine, manager, claim_first):
+    start = models.utcnow() - 20 * SECOND
+    node = add_node(engine, "a", when=start)
+    manager.host_states()
+    if claim_first:
+        instance = claim(engine, node, vcpus=3, when=start + SECOND)
+        report(engine, node, start + 2 * SECOND, cpu_percent=55.0)
+    else:
+        report(engine, node, start + SECOND, cpu_percent=55.0)
+        instance = claim(engine, node, vcpus=3, when=start + 2 * SECOND)
+    host = manager.host_states()[0]
+    assert manager.last_refresh.allocations_read == 1
+    assert host.instances == {instance} and host.vcpus_claimed == 3
+    assert host.vcpus_pending == (0 if claim_first else 3)
+
+
+def test_release_then_report_reads_the_claims(engine, manager):
+    start = models.utcnow() - 20 * SECOND
+    node = add_node(engine, "a", when=start)
+    instance = claim(engine, node, vcpus=3, when=start + SECOND)
+    assert manager.host_states()[0].instances == {instance}
+    with engine.begin() as connection:
+        connection.execute(ALLOCATIONS.delete())
+        connection.execute(NODES.update().values(
+            generation=NODES.c.generation + 1,
+            changed_at=start + 2 * SECOND))
+    report(engine, node, start + 3 * SECOND, cpu_percent=5.0)
+    host = manager.host_states()[0]
+    assert host.instances == set() and host.vcpus_claimed == 0
 
 
 def test_released_claim_is_seen(engine, manager):
@@ -640,6 +708,19 @@ def test_malformed_cpu_info_and_networks_fall_back(engine, manager, caplog):
     assert "networks hold a dict" in messages[0]
     assert "cpu_info holds a list" in messages[1]
     assert "networks hold entries that are not names: [5]" in messages[1]
+
+
+def test_malformed_cpu_info_is_warned_of_at_each_report(engine, manager,
+                                                        caplog):
+    node = add_node(engine, "a", when=models.utcnow() - 5 * SECOND,
+                    cpu_info="[1, 2")
+    manager.host_states()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        report(engine, node, models.utcnow(), cpu_percent=5.0)
+        manager.host_states()
+    (message,) = [r.getMessage() for r in warnings_of(caplog)]
+    assert "cpu_info is not JSON" in message
 
 
 # Failures, threads, copies
