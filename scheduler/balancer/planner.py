@@ -124,12 +124,17 @@ class BalancePlanner:
         if migration_policy is not None:
             movement.policy_for(None, migration_policy)
         hosts = self.host_manager.host_states()
-        history = self.samples.record(hosts, self._longest_window())
         by_cluster: dict[str | None, list[hm.HostState]] = {}
         for host in hosts:
             by_cluster.setdefault(host.cluster, []).append(host)
         names = [cluster] if cluster is not None else sorted(
             by_cluster, key=lambda name: (name is None, name or ""))
+        # Kept while a balancer is in force anywhere: with none, nothing
+        # reads it, and recording costs a read and a write of every
+        # node's sample at every tick.
+        history = (self.samples.record(hosts, self._longest_window())
+                   if self._balancing(by_cluster)
+                   else history_mod.UtilizationHistory({}))
         planned = []
         for name in names:
             policy = self.policies.for_cluster(name)
@@ -154,6 +159,11 @@ class BalancePlanner:
             if self.on_planned is not None:
                 self.on_planned(migration.as_dict())
         return planned
+
+    def _balancing(self, clusters: Iterable[str | None]) -> bool:
+        """True when the policy of any of ``clusters`` balances."""
+        return any(policy is not None and policy.balancer is not None
+                   for policy in map(self.policies.for_cluster, clusters))
 
     def _longest_window(self) -> int:
         return max((policy.balancer_parameters.get(base.DURATION, 0)

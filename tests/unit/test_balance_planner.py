@@ -325,6 +325,19 @@ def test_history_is_shared_and_pruned(conf, engine):
     assert {row.instances for row in h0} == {7}
 
 
+@pytest.mark.parametrize("policy, recorded", [
+    ("evenly_distributed", 10), ("none", 0)])
+def test_history_is_recorded_while_a_balancer_is_in_force(
+        conf, engine, policy, recorded):
+    fleet = standard_fleet(engine, ticks=1)
+    fleet.report()
+    planner(conf, fleet, policy).balance(dry_run=True)
+    with engine.connect() as connection:
+        rows = connection.execute(sa.select(sa.func.count()).select_from(
+            SAMPLES)).scalar()
+    assert rows == recorded
+
+
 def test_stale_cpu_is_neither_over_nor_under(conf, engine):
     fleet = standard_fleet(engine, ticks=20)
     plan = planner(conf, fleet, "evenly_distributed")
