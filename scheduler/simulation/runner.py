@@ -86,6 +86,10 @@ class Simulation:
                                       fleet_mod.HOST_RESERVED_MB, np.int64)
         self.cpu = cpu_model.CpuModel(workload, settings.seed)
         self.utilisation = np.zeros(vms)
+        #: What a node's report depends on: the utilisation slot, and how
+        #: often instances came to or left each host.
+        self.slot_number = -1
+        self.host_changes = np.zeros(self.hosts, dtype=np.int64)
         self._events: list[tuple] = []
         self._sequence = 0
 
@@ -192,6 +196,7 @@ class Simulation:
 
     def _new_slot(self, at: float, _payload: int) -> None:
         slot = cpu_model.CpuModel.slot(at)
+        self.slot_number = slot
         self.utilisation = self.cpu.utilisation(slot)
         placed = self.host_of >= 0
         # As floats even when nothing is placed (bincount then gives ints).
@@ -224,6 +229,7 @@ class Simulation:
 
     def _place(self, vm: int, host: int) -> None:
         self.host_of[vm] = host
+        self.host_changes[host] += 1
         if not self.on_host[host]:
             self.hosts_used += 1
             self.figures.used(self.hosts_used)
@@ -234,6 +240,7 @@ class Simulation:
     def _remove(self, vm: int) -> int:
         host = int(self.host_of[vm])
         self.host_of[vm] = -1
+        self.host_changes[host] += 1
         self.on_host[host].discard(vm)
         if not self.on_host[host]:
             self.hosts_used -= 1
@@ -255,10 +262,12 @@ class Simulation:
     def _report(self, at: float, phase: int) -> None:
         hosts = self.phase_hosts[phase]
         uuids, utilisation = self.uuids, self.utilisation
+        slot = self.slot_number
         self.fleet.report(
             hosts, self._cpu_percent(hosts), self.memory_mb_used[hosts],
-            [[(uuids[vm], utilisation[vm]) for vm in self.on_host[host]]
-             for host in hosts.tolist()])
+            [(slot, changes) for changes in self.host_changes[hosts].tolist()],
+            lambda host: [(uuids[vm], utilisation[vm])
+                          for vm in self.on_host[host]])
         self.figures.reported(hosts)
         self._push(at + self.settings.report_interval, _REPORT, phase)
 
