@@ -1,5 +1,6 @@
 """HostManager: full and incremental refreshes of the host cache."""
 
+import dataclasses
 import datetime
 import json
 import logging
@@ -890,3 +891,13 @@ def test_metrics_window_once_per_request(conf, monkeypatch):
                                  conf).now == now
     finally:
         conf.clear_override("max_age", group="metrics")
+
+
+def test_built_states_set_every_field(engine, manager):
+    # _build() fills the state's __dict__ itself: a field added to
+    # HostState must be added there too.
+    node = add_node(engine, "a", when=models.utcnow() - 5 * SECOND)
+    claim(engine, node, vcpus=2)
+    (state,) = manager.host_states()
+    assert set(vars(state)) == {field.name for field
+                                in dataclasses.fields(hm.HostState)}
