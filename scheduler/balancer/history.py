@@ -98,10 +98,25 @@ def _reported_at(sample: Sample) -> datetime.datetime:
 
 class SampleStore:
     """``utilization_samples`` in the database of ``[database]
-    connection``; shared by every process balancing the same fleet."""
+    connection``; shared by every process balancing the same fleet.
+
+    The store keeps the samples it read and reads only the rows added
+    since (by any process) at each tick, and all of them every
+    ``FULL_READ_TICKS`` ticks: a row another process committed late,
+    under an id below the newest one read, is seen by the next full read
+    (the samples it would have added are the reports this process missed
+    between two of its ticks).
+    """
+
+    #: Ticks between two reads of every sample.
+    FULL_READ_TICKS = 10
 
     def __init__(self, conf: cfg.ConfigOpts):
         self.conf = conf
+        self._by_node: dict[int, list[tuple[int | None, Sample]]] = {}
+        #: The newest row id read; None: read everything next time.
+        self._newest_id: int | None = None
+        self._ticks = 0
 
     def record(self, hosts: Iterable[hm.HostState],
                keep_minutes: float) -> UtilizationHistory:
@@ -114,7 +129,7 @@ class SampleStore:
         """
         engine = db_api.get_engine(self.conf)
         with engine.connect() as connection:
-            by_node = _read(connection)
+            by_node = self._read(connection)
         new_rows = []
         for host in hosts:
             metric = host.metrics.get(CPU_PERCENT)
@@ -131,30 +146,77 @@ class SampleStore:
                              "instances": sample.instances})
         expired = [row_id for rows in by_node.values()
                    for row_id in _expired(rows, keep_minutes)]
-        with engine.begin() as connection:
-            if new_rows:
-                connection.execute(_insert_ignoring_duplicates(engine),
-                                   new_rows)
-            for start in range(0, len(expired), _IN_CHUNK):
-                connection.execute(_SAMPLES.delete().where(
-                    _SAMPLES.c.id.in_(expired[start:start + _IN_CHUNK])))
+        try:
+            with engine.begin() as connection:
+                if new_rows:
+                    connection.execute(_insert_ignoring_duplicates(engine),
+                                       new_rows)
+                for start in range(0, len(expired), _IN_CHUNK):
+                    connection.execute(_SAMPLES.delete().where(
+                        _SAMPLES.c.id.in_(expired[start:start + _IN_CHUNK])))
+        except BaseException:
+            # What is kept may now differ from the table: read it whole.
+            self._newest_id = None
+            raise
         return UtilizationHistory({
             node_id: [sample for _, sample in rows]
             for node_id, rows in by_node.items()})
 
+    def _read(self, connection: sa.Connection
+              ) -> dict[int, list[tuple[int | None, Sample]]]:
+        """(row id, sample) of every node, oldest first: the samples
+        kept, updated with the rows added since they were read."""
+        self._ticks += 1
+        if self._newest_id is None or self._ticks % self.FULL_READ_TICKS == 0:
+            self._by_node, self._newest_id = _read_all(connection)
+            return self._by_node
+        rows = connection.execute(_SAMPLES_AFTER,
+                                  {"after": self._newest_id}).all()
+        by_node = self._by_node
+        for row_id, node_id, reported_at, cpu_percent, instances in rows:
+            self._newest_id = max(self._newest_id, row_id)
+            kept = by_node.setdefault(node_id, [])
+            sample = Sample(reported_at, cpu_percent, instances)
+            _merge(kept, row_id, sample)
+        return by_node
 
-def _read(connection: sa.Connection
-          ) -> dict[int, list[tuple[int | None, Sample]]]:
-    """(row id, sample) of every node, oldest first."""
-    rows = connection.execute(sa.select(
-        _SAMPLES.c.id, _SAMPLES.c.node_id, _SAMPLES.c.reported_at,
-        _SAMPLES.c.cpu_percent, _SAMPLES.c.instances).order_by(
-            _SAMPLES.c.node_id, _SAMPLES.c.reported_at)).all()
+
+_COLUMNS = (_SAMPLES.c.id, _SAMPLES.c.node_id, _SAMPLES.c.reported_at,
+            _SAMPLES.c.cpu_percent, _SAMPLES.c.instances)
+_SAMPLES_AFTER = sa.select(*_COLUMNS).where(
+    _SAMPLES.c.id > sa.bindparam("after")).order_by(_SAMPLES.c.id)
+
+
+def _read_all(connection: sa.Connection
+              ) -> tuple[dict[int, list[tuple[int | None, Sample]]], int]:
+    """(row id, sample) of every node, oldest first, and the newest row
+    id (0 for none)."""
+    rows = connection.execute(sa.select(*_COLUMNS).order_by(
+        _SAMPLES.c.node_id, _SAMPLES.c.reported_at)).all()
     by_node: dict[int, list[tuple[int | None, Sample]]] = {}
+    newest = 0
     for row_id, node_id, reported_at, cpu_percent, instances in rows:
+        newest = max(newest, row_id)
         by_node.setdefault(node_id, []).append(
             (row_id, Sample(reported_at, cpu_percent, instances)))
-    return by_node
+    return by_node, newest
+
+
+def _merge(kept: list[tuple[int | None, Sample]], row_id: int,
+           sample: Sample) -> None:
+    """Put a sample read from the table into a node's samples (oldest
+    first): the one this process inserted gets its row id; another
+    process's goes where its time puts it."""
+    for index in range(len(kept) - 1, -1, -1):
+        known_id, known = kept[index]
+        if known.reported_at == sample.reported_at:
+            if known_id is None:
+                kept[index] = (row_id, known)
+            return
+        if known.reported_at < sample.reported_at:
+            kept.insert(index + 1, (row_id, sample))
+            return
+    kept.insert(0, (row_id, sample))
 
 
 def _expired(rows: list[tuple[int | None, Sample]],

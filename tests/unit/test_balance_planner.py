@@ -338,6 +338,49 @@ def test_history_is_recorded_while_a_balancer_is_in_force(
     assert rows == recorded
 
 
+def test_history_reads_the_samples_other_processes_added(conf, engine):
+    fleet = standard_fleet(engine, ticks=3)
+    first = planner(conf, fleet, "evenly_distributed")
+    second = planner(conf, fleet, "evenly_distributed")
+    h0 = fleet.nodes["h0"]
+    fleet.report()
+    first.samples.record(first.host_manager.host_states(), 10)
+    fleet.minute = 1
+    fleet.report()
+    # Only the second process saw minute 1's report.
+    second.samples.record(second.host_manager.host_states(), 10)
+    fleet.minute = 2
+    fleet.report()
+    history = first.samples.record(first.host_manager.host_states(), 10)
+    stamps = [sample.reported_at for sample in history.samples(h0)]
+    assert len(stamps) == 3 and stamps == sorted(stamps)
+    assert stamps[2] - stamps[0] > datetime.timedelta(seconds=110)
+    with engine.connect() as connection:
+        assert connection.execute(sa.select(sa.func.count()).select_from(
+            SAMPLES)).scalar() == 30
+
+
+def test_history_committed_late_is_read_by_the_next_full_read(
+        conf, engine, monkeypatch):
+    monkeypatch.setattr(history_mod.SampleStore, "FULL_READ_TICKS", 3)
+    fleet = standard_fleet(engine, ticks=3)
+    plan = planner(conf, fleet, "evenly_distributed")
+    h9 = fleet.nodes["h9"]
+    fleet.report()
+    first = plan.samples.record(plan.host_manager.host_states(), 10)
+    # A row under an id below those read: committed late by another
+    # process.
+    late = fleet.now() - datetime.timedelta(seconds=30)
+    with engine.begin() as connection:
+        connection.execute(SAMPLES.insert().values(
+            id=-1, node_id=h9, reported_at=late, cpu_percent=1.0,
+            instances=0))
+    second = plan.samples.record(plan.host_manager.host_states(), 10)
+    third = plan.samples.record(plan.host_manager.host_states(), 10)
+    assert len(first.samples(h9)) == len(second.samples(h9)) == 1
+    assert [s.reported_at for s in third.samples(h9)][0] == late
+
+
 def test_stale_cpu_is_neither_over_nor_under(conf, engine):
     fleet = standard_fleet(engine, ticks=20)
     plan = planner(conf, fleet, "evenly_distributed")
