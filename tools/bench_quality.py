@@ -21,6 +21,7 @@ import tempfile
 
 import numpy as np
 
+from scheduler import gc_tuning
 from scheduler.cmd import simulate
 from scheduler.simulation import fleet
 from scheduler.simulation import runner
@@ -80,6 +81,7 @@ def main() -> int:
                         help="also run the herding case (1,000 hosts)")
     args = parser.parse_args()
     logging.getLogger("scheduler").setLevel(logging.WARNING)
+    gc_tuning.tune()
     workload = (trace.synthetic(args.synthetic, args.seed,
                                 args.duration or trace.DAY)
                 if args.synthetic else trace.read_vmtable(args.trace))

@@ -12,6 +12,7 @@ from oslo_log import log as logging
 
 from scheduler import conf as scheduler_conf
 from scheduler import exception
+from scheduler import gc_tuning
 from scheduler.cmd import common
 from scheduler.cmd import output
 from scheduler.conf import policies as policy_conf
@@ -174,6 +175,8 @@ def simulate(conf: cfg.ConfigOpts) -> int:
                               args.host_memory_mb, clusters=args.clusters),
         seed=args.seed, report_interval=args.report_interval,
         duration=args.duration)
+    # As scheduler-service does, once start-up is done.
+    gc_tuning.tune()
     try:
         runs, histories = run_all(configs, workload, settings)
     except exception.InvalidRequest as e:

@@ -1,0 +1,27 @@
+"""Garbage collector settings of the long-running processes.
+
+The host cache keeps tens of thousands of long-lived objects (a host
+state, its metrics and claims per node), and every refresh allocates a
+few dozen per changed row. Under CPython's default threshold (a
+collection of the youngest generation every 700 allocations) the
+scheduler collected every few rows and regularly scanned the whole heap:
+15 % of a simulated hour's CPU at 1,000 nodes. Almost nothing the cache
+makes is cyclic (refcounting frees it), so collecting less often costs
+little memory.
+"""
+
+import gc
+
+#: Allocations between two collections of the youngest generation.
+YOUNG_THRESHOLD = 20_000
+
+
+def tune() -> None:
+    """Collect young objects every ``YOUNG_THRESHOLD`` allocations, and
+    leave what start-up made (modules, configuration, plugins) out of
+    every later collection: call it once start-up is done (before a
+    fork, that also keeps the copied pages shared)."""
+    gc.collect()
+    gc.freeze()
+    _young, older, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
