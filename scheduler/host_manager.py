@@ -515,6 +515,19 @@ def reading(entry: dict, stamps: dict[str, datetime.datetime]
                               else "" if source is None else str(source))
 
 
+#: Parsed metric timestamps, shared by the reports decoded one after
+#: another: the entries of a report share a handful, and nodes reporting
+#: together often share theirs. Emptied when it grows past _STAMPS_KEPT.
+_STAMPS: dict[str, datetime.datetime] = {}
+_STAMPS_KEPT = 4096
+
+
+def _recent_stamps() -> dict[str, datetime.datetime]:
+    if len(_STAMPS) > _STAMPS_KEPT:
+        _STAMPS.clear()
+    return _STAMPS
+
+
 def _decode_metrics(text: str, problems: list[str],
                     instance_entries: list[dict] | None = None
                     ) -> tuple[dict[str, Metric], frozenset[str]]:
@@ -527,7 +540,7 @@ def _decode_metrics(text: str, problems: list[str],
         return {}, frozenset()
     metrics: dict[str, Metric] = {}
     bad: set[str] = set()
-    stamps: dict[str, datetime.datetime] = {}
+    stamps = _recent_stamps()
     # Every node's report is decoded at every change (one a minute per
     # node): the common entry, a well-formed one, takes the inlined path
     # below; anything else goes through reading() to be worded.
