@@ -119,6 +119,52 @@ def measured(instance: Instance, host: hm.HostState,
             host, instance.uuid, instance_metrics.MEMORY_USED, cutoff))
 
 
+class MeasuredInstances(Sequence[Instance]):
+    """The instances on ``host``, each ``measured()`` on first use.
+
+    A read-only tuple to a balancer. Measuring reads the instance
+    entries of the host's report, and a balancer looks at the instances
+    of a few hosts only (those it would relieve): the others are counted,
+    never measured.
+    """
+
+    __slots__ = ("_instances", "_host", "_cutoff", "_measured")
+
+    def __init__(self, instances: Sequence[Instance], host: hm.HostState,
+                 cutoff: datetime.datetime | None):
+        self._instances = tuple(instances)
+        self._host = host
+        self._cutoff = cutoff
+        self._measured: tuple[Instance, ...] | None = None
+
+    def _all(self) -> tuple[Instance, ...]:
+        if self._measured is None:
+            self._measured = tuple(measured(instance, self._host,
+                                            self._cutoff)
+                                   for instance in self._instances)
+        return self._measured
+
+    def __len__(self) -> int:
+        return len(self._instances)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Instance]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MeasuredInstances):
+            other = other._all()
+        return isinstance(other, tuple) and self._all() == other
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
 @dataclasses.dataclass(frozen=True)
 class HostLoad:
     """One host of the cluster being balanced, as balancers see it."""
@@ -128,8 +174,9 @@ class HostLoad:
     #: (incoming migrations included), minus the vCPUs of the migrations
     #: leaving; None when the host has no fresh cpu.percent.
     cpu_percent: float | None
-    #: Instances on the host that are not already being moved.
-    instances: tuple[Instance, ...]
+    #: Instances on the host that are not already being moved (a tuple,
+    #: or ``MeasuredInstances``).
+    instances: Sequence[Instance]
     #: Instances the host holds once its migrations are done.
     instance_count: int
     #: False when the host is at its migration limit

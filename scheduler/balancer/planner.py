@@ -246,9 +246,9 @@ class BalancePlanner:
                           / host.vcpus, 0.0)
             loads.append(base.HostLoad(
                 state=host, cpu_percent=cpu,
-                instances=tuple(base.measured(instance, host, cutoff)
-                                for instance in instances.get(node, ())
-                                if instance.uuid not in moving),
+                instances=base.MeasuredInstances(
+                    [instance for instance in instances.get(node, ())
+                     if instance.uuid not in moving], host, cutoff),
                 instance_count=len(host.instances) - outgoing.get(node, 0),
                 can_migrate=(incoming.get(node, 0) < max_incoming
                              and outgoing.get(node, 0) < max_outgoing)))

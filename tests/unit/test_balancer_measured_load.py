@@ -166,3 +166,24 @@ def test_instance_load_figures():
         == (4.0, "assumed", 2 * GIB)
     # A negative measurement is no load, not a negative one.
     assert base.Instance("c", 4, 1, 1, cpu_percent=-3.0).load == 0.0
+
+
+def test_measured_instances_measure_on_first_use_only(monkeypatch):
+    eager = host(1, 90.0, BUSY_SMALL, IDLE_BIG)
+    calls = []
+    real = base.measured
+
+    def counting(instance, state, cutoff):
+        calls.append(instance.uuid)
+        return real(instance, state, cutoff)
+
+    monkeypatch.setattr(base, "measured", counting)
+    raw = [base.Instance(vm.name, vm.vcpus, int(vm.memory_gib * 1024), 10)
+           for vm in (BUSY_SMALL, IDLE_BIG)]
+    lazy = base.MeasuredInstances(raw, eager.state,
+                                  hm.stale_before(NOW, MAX_AGE))
+    assert len(lazy) == 2 and lazy and calls == []
+    assert tuple(lazy) == eager.instances and lazy == eager.instances
+    assert lazy[0].cpu_percent == 100 and lazy[1].load_source == base.MEASURED
+    assert calls == ["busy-small", "idle-big"]
+    assert hash(lazy) == hash(eager.instances)
