@@ -825,6 +825,17 @@ class HostManager:
             self._completed = started
             return list(self._ordered)
 
+    def claims_on(self, node_ids: Iterable[int]
+                  ) -> dict[int, tuple[_AllocationRow, ...]]:
+        """The claims on these nodes as the cache last read them, by node
+        id (nodes it does not hold are absent): each with its
+        ``instance_uuid``, ``vcpus``, ``memory_mb``, ``disk_gb`` and
+        ``instance_group``. Call ``host_states()`` first for fresh ones."""
+        with self._lock:
+            entries = self._entries
+            return {node_id: entries[node_id].source[1]
+                    for node_id in node_ids if node_id in entries}
+
     def record_claim(self, node_id: int, generation: int,
                      changed_at: datetime.datetime, instance_uuid: str,
                      vcpus: int, memory_mb: int, disk_gb: int,

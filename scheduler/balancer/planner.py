@@ -28,7 +28,6 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 
-import sqlalchemy as sa
 from oslo_config import cfg
 from oslo_log import log as logging
 
@@ -56,10 +55,6 @@ PlannedMigration = migrations_mod.PlannedMigration
 # turns the best ones down; enough to get past a few full hosts without
 # scanning a large cluster's every instance.
 _MAX_PROPOSALS = 10
-
-_ALLOCATIONS = models.Allocation.__table__
-# Node ids per IN list, far below any backend's bound-parameter limit.
-_IN_CHUNK = 500
 
 
 class BalancePlanner:
@@ -256,20 +251,14 @@ class BalancePlanner:
 
     def _instances(self, node_ids: Sequence[int]
                    ) -> dict[int, list[base.Instance]]:
-        found: dict[int, list[base.Instance]] = {}
-        query = sa.select(
-            _ALLOCATIONS.c.compute_node_id, _ALLOCATIONS.c.instance_uuid,
-            _ALLOCATIONS.c.vcpus, _ALLOCATIONS.c.memory_mb,
-            _ALLOCATIONS.c.disk_gb, _ALLOCATIONS.c.instance_group)
-        with db_api.get_engine(self.conf).connect() as connection:
-            for start in range(0, len(node_ids), _IN_CHUNK):
-                rows = connection.execute(query.where(
-                    _ALLOCATIONS.c.compute_node_id.in_(
-                        node_ids[start:start + _IN_CHUNK]))).all()
-                for node_id, *usage in rows:
-                    found.setdefault(node_id, []).append(
-                        base.Instance(*usage))
-        return found
+        # The claims the host cache read with the hosts (balance() has
+        # just refreshed it), not a read of every claim at every tick.
+        return {node_id: [base.Instance(claim.instance_uuid, claim.vcpus,
+                                        claim.memory_mb, claim.disk_gb,
+                                        claim.instance_group)
+                          for claim in claims]
+                for node_id, claims
+                in self.host_manager.claims_on(node_ids).items()}
 
     def _plan(self, cluster: str | None,
               policy: cluster_policy.ClusterPolicy,

@@ -901,3 +901,16 @@ def test_built_states_set_every_field(engine, manager):
     (state,) = manager.host_states()
     assert set(vars(state)) == {field.name for field
                                 in dataclasses.fields(hm.HostState)}
+
+
+def test_claims_on_gives_the_claims_the_cache_read(engine, manager):
+    node = add_node(engine, "a", when=models.utcnow() - 5 * SECOND)
+    other = add_node(engine, "b", when=models.utcnow() - 5 * SECOND)
+    instance = claim(engine, node, vcpus=3, memory_mb=1024, disk_gb=7,
+                     group="g")
+    manager.host_states()
+    found = manager.claims_on([node, other, 999])
+    assert set(found) == {node, other} and found[other] == ()
+    (row,) = found[node]
+    assert (row.instance_uuid, row.vcpus, row.memory_mb, row.disk_gb,
+            row.instance_group) == (instance, 3, 1024, 7, "g")
