@@ -43,6 +43,7 @@ from scheduler import exception
 from scheduler import observability
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.filters import checked_verdicts
 from scheduler.host_manager import HostState
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
@@ -141,12 +142,7 @@ def passes(host_filter: BaseHostFilter, table: HostTable,
         verdicts = host_filter.passes(table, spec)
         if verdicts is None:
             return None
-        verdicts = np.asarray(verdicts)
-        if verdicts.dtype != bool or verdicts.shape != (len(table),):
-            raise TypeError(
-                f"passes() returned {verdicts.dtype} of shape "
-                f"{verdicts.shape}, expected bool of shape ({len(table)},)")
-        return verdicts
+        return checked_verdicts(verdicts, len(table))
     except Exception as e:
         errors.report(host_filter.name, "passes", e)
         return None
