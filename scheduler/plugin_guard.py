@@ -22,7 +22,11 @@ this module and applies these rules:
   (``rejections``, ``raw_weights``) over all the hosts at once, and that
   one raising to one call per host, so that only the hosts it raises on
   are affected. The usual path pays one try block per plugin and request,
-  nothing per host.
+  nothing per host. A plugin that writes only its column form gets its
+  per-host form from its base class (the column form over a table of the
+  hosts asked), so the same fallback narrows its failure down to the
+  hosts it raises on; ``why_rejected`` raising leaves the host removed,
+  as ``<Filter> failed``.
 
 Each exception counts in ``scheduler_plugin_errors_total{plugin}``; its
 traceback is logged once per plugin and exception type per

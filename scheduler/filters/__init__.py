@@ -78,7 +78,7 @@ class BaseHostFilter:
     #: subclass).
     writes_column_form = False
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         # Decided once per class, so that the derived forms cost no
         # look-up per call; attributes set on an instance (tests switch

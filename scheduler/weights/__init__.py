@@ -45,7 +45,7 @@ class BaseHostWeigher:
     #: subclass).
     writes_column_form = False
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         # Decided once per class; attributes set on an instance (tests
         # switch a column form off that way) do not change it.
