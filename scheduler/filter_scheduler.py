@@ -435,7 +435,7 @@ class _Removed:
             hosts = [self._hosts[row] for row in rows.tolist()]
             for row, host, rejection in zip(
                     rows.tolist(), hosts,
-                    plugin_guard.rejections(host_filter, hosts, spec),
+                    plugin_guard.explanations(host_filter, hosts, spec),
                     strict=True):
                 found.append((row, (host, host_filter.name, rejection
                                     or filters.UNEXPLAINED)))

@@ -174,6 +174,25 @@ def rejections(host_filter: BaseHostFilter, hosts: Sequence[HostState],
     return found
 
 
+def explanations(host_filter: BaseHostFilter, hosts: Sequence[HostState],
+                 spec: RequestSpec) -> list[Rejection | None]:
+    """Why the column form of ``host_filter`` removed each of ``hosts``:
+    its per-host form when it writes one (``rejections()``, which may
+    disagree: None), else ``why_rejected()`` of each host, without
+    judging the hosts again. A host it raises on is reported as failed.
+    """
+    if host_filter.writes_per_host_form:
+        return rejections(host_filter, hosts, spec)
+    found: list[Rejection | None] = []
+    for host in hosts:
+        try:
+            found.append(host_filter.why_rejected(host, spec))
+        except Exception as e:
+            errors.report(host_filter.name, "why_rejected", e)
+            found.append(_failed(host_filter, e))
+    return found
+
+
 def raw_weights(weigher: BaseHostWeigher, table: HostTable,
                 rows: np.ndarray, spec: RequestSpec
                 ) -> tuple[np.ndarray, np.ndarray | None]:

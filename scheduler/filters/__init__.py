@@ -74,8 +74,8 @@ class BaseHostFilter:
     rule: ``reject`` (or ``rejections``), or ``passes`` (with
     ``why_rejected``). See the module docstring."""
 
-    #: Whether the class writes the column form itself (set for each
-    #: subclass).
+    #: Which forms the class writes itself (set for each subclass).
+    writes_per_host_form = False
     writes_column_form = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
@@ -83,6 +83,9 @@ class BaseHostFilter:
         # Decided once per class, so that the derived forms cost no
         # look-up per call; attributes set on an instance (tests switch
         # a column form off that way) do not change what the class says.
+        cls.writes_per_host_form = (
+            cls.reject is not BaseHostFilter.reject
+            or cls.rejections is not BaseHostFilter.rejections)
         cls.writes_column_form = cls.passes is not BaseHostFilter.passes
 
     def __init__(self, conf: cfg.ConfigOpts):

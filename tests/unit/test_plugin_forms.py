@@ -136,6 +136,21 @@ def test_why_rejected_raising_keeps_the_host_removed(conf):
     assert sick.reason == "Mute failed: KeyError"
 
 
+def test_a_column_filter_words_its_removals_without_judging_again(conf):
+    judged = []
+
+    class Counting(BigFilter):
+        def passes(self, table, spec):
+            judged.append(len(table))
+            return super().passes(table, spec)
+
+    decision = make(conf, [Counting(conf)]).explain(
+        spec(), [make_host("a", vcpus=4), make_host("b", vcpus=8)])
+    assert [(r.host.host, r.reason, r.detail) for r in decision.results] == [
+        ("b", None, None), ("a", "small", "4 vCPUs")]
+    assert judged == [2]
+
+
 class GpuFilter(CapacityFilter):
     """A third party's capacity: the flavor's vCPUs against the host's
     instance slots (any numeric attributes do)."""
