@@ -17,9 +17,10 @@ filter runs, on the scheduler's column path, over the hosts still in
 play (``passes()`` answers None and the scheduler calls
 ``rejections()``). A column filter is asked per host by running its
 ``passes()`` over a table of just those hosts, then ``why_rejected()``
-for those it removes. A filter may still write both forms, as before;
-they must then agree (the property tests check the built-in and example
-plugins).
+for those it removes; the scheduler, which knows which hosts the column
+removed, asks only ``why_rejected()``. A filter may still write both
+forms; they must then agree (the property tests check the built-in and
+example plugins).
 """
 
 import dataclasses
@@ -145,8 +146,9 @@ class BaseHostFilter:
         ``rejections()`` with the hosts left).
 
         The fast path of large fleets: a filter that implements it is
-        asked ``reject()`` only for the hosts it removed, and only when
-        someone wants to know why (explain, NoValidHost).
+        asked why (``why_rejected()``, or its per-host form when it
+        writes one) only for the hosts it removed, and only when someone
+        wants to know (explain, NoValidHost).
         """
         return None
 
