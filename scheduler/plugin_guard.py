@@ -181,7 +181,9 @@ def explanations(host_filter: BaseHostFilter, hosts: Sequence[HostState],
     disagree: None), else ``why_rejected()`` of each host, without
     judging the hosts again. A host it raises on is reported as failed.
     """
-    if host_filter.writes_per_host_form:
+    # A plugin that does not subclass BaseHostFilter (stevedore loads any
+    # class) is asked its per-host form, as before the bases derived one.
+    if getattr(host_filter, "writes_per_host_form", True):
         return rejections(host_filter, hosts, spec)
     found: list[Rejection | None] = []
     for host in hosts:
