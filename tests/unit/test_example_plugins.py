@@ -131,7 +131,8 @@ def test_scheduler_columns_decide_as_per_host_with_example_plugins():
         def scheduler(columns: bool) -> filter_scheduler.FilterScheduler:
             built = filter_scheduler.FilterScheduler(
                 conf, rng=random.Random(7), pipeline=pipeline)
-            built.filters.append(MaxLoadFilter(conf))
+            # First, so that it judges hosts the built-ins keep or remove.
+            built.filters.insert(0, MaxLoadFilter(conf))
             built.weighers.append(LoadAverageWeigher(conf))
             built._factors["LoadAverageWeigher"] = 1.0
             if not columns:
