@@ -145,6 +145,10 @@ class BaseHostFilter:
         filter has no column form (the scheduler then calls
         ``rejections()`` with the hosts left).
 
+        A filter writing the column form only must answer an array for
+        every request: its per-host form is derived from it, and a None
+        there fails every host asked (``plugin_guard``).
+
         The fast path of large fleets: a filter that implements it is
         asked why (``why_rejected()``, or its per-host form when it
         writes one) only for the hosts it removed, and only when someone

@@ -103,7 +103,9 @@ class BaseHostWeigher:
         """``raw_weights()`` of the hosts at positions ``rows`` of
         ``table``, as a float array with NaN for None; or None when the
         weigher has no column form (the scheduler then calls
-        ``raw_weights()``)."""
+        ``raw_weights()``). A weigher writing the column form only must
+        answer an array for every request: its per-host form is derived
+        from it."""
         return None
 
     def _raw_weights_from_column(self, hosts: Sequence[HostState],
