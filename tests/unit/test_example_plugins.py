@@ -43,22 +43,32 @@ from scheduler_example_plugins import LOAD_1M
 from scheduler_example_plugins.load_weigher import LoadAverageWeigher
 from scheduler_example_plugins.max_load_filter import MaxLoadFilter
 
-# Loads at, around and far from the limits below, reported at any age.
-loads = st.none() | st.builds(
-    hm.Metric, st.sampled_from((0.0, 1.5, 4.0, 12.0, 12.000001))
-    | metric_values, moments, st.just("test"))
+# Loads at, around and far from the limits below, reported now (fresh
+# whatever [metrics] max_age says) or at any age; or not at all.
+load_values = st.sampled_from((0.0, 1.5, 4.0, 12.0, 12.000001)) \
+    | metric_values
+loads = st.one_of(
+    st.none(),
+    st.builds(hm.Metric, load_values, st.just(NOW), st.just("test")),
+    st.builds(hm.Metric, load_values, moments, st.just("test")))
 
 
 def _loaded(pairs):
-    for host, load in pairs:
+    for host, (load, up) in pairs:
         if load is not None:
             host.metrics = {**host.metrics, LOAD_1M: load}
-    return [host for host, _load in pairs]
+        if up:
+            host.disabled = False
+            host.updated_at = NOW
+    return [host for host, _drawn in pairs]
 
 
-# The fleets of test_host_table, some hosts reporting a load average.
+# The fleets of test_host_table, some hosts reporting a load average, and
+# more of them up than there (ComputeFilter would leave the example
+# plugins few hosts to judge in a scheduler).
 loaded_fleets = fleets().flatmap(lambda hosts: st.lists(
-    loads, min_size=len(hosts), max_size=len(hosts)).map(
+    st.tuples(loads, st.booleans()), min_size=len(hosts),
+    max_size=len(hosts)).map(
         lambda drawn: _loaded(list(zip(hosts, drawn, strict=True)))))
 
 example_options = st.fixed_dictionaries({
@@ -125,18 +135,26 @@ def test_scheduler_columns_decide_as_per_host_with_example_plugins():
             mock.patch.object(models, "utcnow", return_value=NOW):
         MaxLoadFilter(conf)  # registers [example_plugins]
         pipeline = filter_scheduler.Pipeline(
-            ("ComputeFilter", "RamFilter", "MetricsFilter"),
+            ("ComputeFilter", "RamFilter"),
             (("RAMWeigher", 1.0), ("MetricsWeigher", 1.0)), "minmax")
 
-        def scheduler(columns: bool) -> filter_scheduler.FilterScheduler:
-            built = filter_scheduler.FilterScheduler(
-                conf, rng=random.Random(7), pipeline=pipeline)
+        # Built once (loading the built-ins costs more than a decision);
+        # the example plugins read their options when constructed, so
+        # they are constructed again for each example.
+        column, per_host = (filter_scheduler.FilterScheduler(
+            conf, rng=random.Random(7), pipeline=pipeline) for _ in range(2))
+        _without_columns(per_host)
+        for built in (column, per_host):
             # First, so that it judges hosts the built-ins keep or remove.
-            built.filters.insert(0, MaxLoadFilter(conf))
-            built.weighers.append(LoadAverageWeigher(conf))
+            built.filters.insert(0, None)
+            built.weighers.append(None)
             built._factors["LoadAverageWeigher"] = 1.0
+
+        def with_examples(built, columns: bool):
+            built.filters[0] = MaxLoadFilter(conf)
+            built.weighers[-1] = LoadAverageWeigher(conf)
             if not columns:
-                _without_columns(built)
+                built.filters[0].passes = lambda table, spec: None
             return built
 
         @PROPERTY
@@ -145,7 +163,9 @@ def test_scheduler_columns_decide_as_per_host_with_example_plugins():
         def check(hosts, spec_dict, options, instances):
             apply_options(conf, options)
             uuids = [f"new-{i}" for i in range(instances)]
-            assert (_outcome(scheduler(True), spec_dict, hosts, uuids)
-                    == _outcome(scheduler(False), spec_dict, hosts, uuids))
+            assert (_outcome(with_examples(column, True), spec_dict, hosts,
+                             uuids)
+                    == _outcome(with_examples(per_host, False), spec_dict,
+                                hosts, uuids))
 
         check()
