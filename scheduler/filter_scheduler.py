@@ -130,9 +130,6 @@ _Rejected = tuple[hm.HostState, str, filters.Rejection]
 
 _METRIC_UNAVAILABLE = filters.Rejection(
     "required metric unavailable", "a metric it weighs is missing or stale")
-# A filter whose reject() disagrees with its passes(): a plugin bug, which
-# must not hide the host from explain output.
-_UNEXPLAINED = filters.Rejection("rejected", "the filter gave no reason")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -438,10 +435,10 @@ class _Removed:
             hosts = [self._hosts[row] for row in rows.tolist()]
             for row, host, rejection in zip(
                     rows.tolist(), hosts,
-                    plugin_guard.rejections(host_filter, hosts, spec),
+                    plugin_guard.explanations(host_filter, hosts, spec),
                     strict=True):
                 found.append((row, (host, host_filter.name, rejection
-                                    or _UNEXPLAINED)))
+                                    or filters.UNEXPLAINED)))
         found.sort(key=lambda item: item[0])
         return [record for _row, record in found]
 

@@ -22,7 +22,11 @@ this module and applies these rules:
   (``rejections``, ``raw_weights``) over all the hosts at once, and that
   one raising to one call per host, so that only the hosts it raises on
   are affected. The usual path pays one try block per plugin and request,
-  nothing per host.
+  nothing per host. A plugin that writes only its column form gets its
+  per-host form from its base class (the column form over a table of the
+  hosts asked), so the same fallback narrows its failure down to the
+  hosts it raises on; ``why_rejected`` raising leaves the host removed,
+  as ``<Filter> failed``.
 
 Each exception counts in ``scheduler_plugin_errors_total{plugin}``; its
 traceback is logged once per plugin and exception type per
@@ -43,6 +47,7 @@ from scheduler import exception
 from scheduler import observability
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.filters import checked_verdicts
 from scheduler.host_manager import HostState
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
@@ -141,12 +146,7 @@ def passes(host_filter: BaseHostFilter, table: HostTable,
         verdicts = host_filter.passes(table, spec)
         if verdicts is None:
             return None
-        verdicts = np.asarray(verdicts)
-        if verdicts.dtype != bool or verdicts.shape != (len(table),):
-            raise TypeError(
-                f"passes() returned {verdicts.dtype} of shape "
-                f"{verdicts.shape}, expected bool of shape ({len(table)},)")
-        return verdicts
+        return checked_verdicts(verdicts, len(table))
     except Exception as e:
         errors.report(host_filter.name, "passes", e)
         return None
@@ -170,6 +170,27 @@ def rejections(host_filter: BaseHostFilter, hosts: Sequence[HostState],
             found.append(host_filter.rejections([host], spec)[0])
         except Exception as e:
             errors.report(host_filter.name, "rejections", e)
+            found.append(_failed(host_filter, e))
+    return found
+
+
+def explanations(host_filter: BaseHostFilter, hosts: Sequence[HostState],
+                 spec: RequestSpec) -> list[Rejection | None]:
+    """Why the column form of ``host_filter`` removed each of ``hosts``:
+    its per-host form when it writes one (``rejections()``, which may
+    disagree: None), else ``why_rejected()`` of each host, without
+    judging the hosts again. A host it raises on is reported as failed.
+    """
+    # A plugin that does not subclass BaseHostFilter (stevedore loads any
+    # class) is asked its per-host form, as before the bases derived one.
+    if getattr(host_filter, "writes_per_host_form", True):
+        return rejections(host_filter, hosts, spec)
+    found: list[Rejection | None] = []
+    for host in hosts:
+        try:
+            found.append(host_filter.why_rejected(host, spec))
+        except Exception as e:
+            errors.report(host_filter.name, "why_rejected", e)
             found.append(_failed(host_filter, e))
     return found
 

@@ -3,6 +3,24 @@
 A filter is a ``BaseHostFilter`` subclass registered in the
 ``scheduler.filters`` entry-point namespace under its class name, which is
 the name operators list in ``[filter_scheduler] enabled_filters``.
+
+A filter states its rule once, in the form that suits it:
+
+* the per-host form, ``reject(host, spec)`` (or ``rejections(hosts,
+  spec)`` for a list of hosts): the verdict and its reason together;
+* the column form, ``passes(table, spec)``: the verdicts of a whole
+  ``HostTable`` as one boolean array, with ``why_rejected(host, spec)``
+  wording the rejection of a host it removed.
+
+The base class derives the form the filter does not write. A per-host
+filter runs, on the scheduler's column path, over the hosts still in
+play (``passes()`` answers None and the scheduler calls
+``rejections()``). A column filter is asked per host by running its
+``passes()`` over a table of just those hosts, then ``why_rejected()``
+for those it removes; the scheduler, which knows which hosts the column
+removed, asks only ``why_rejected()``. A filter may still write both
+forms; they must then agree (the property tests check the built-in and
+example plugins).
 """
 
 import dataclasses
@@ -34,9 +52,42 @@ class Rejection:
     detail: str = ""
 
 
+#: The rejection of a host that a filter removed without saying why (a
+#: column filter without ``why_rejected``, or whose ``reject()`` lets
+#: through a host its ``passes()`` removed: a plugin bug, which must not
+#: hide the host from explain output).
+UNEXPLAINED = Rejection("rejected", "the filter gave no reason")
+
+
+def checked_verdicts(verdicts: object, size: int) -> np.ndarray:
+    """``verdicts`` (what a ``passes()`` returned) as a boolean array of
+    ``size`` verdicts; TypeError when it is anything else."""
+    verdicts = np.asarray(verdicts)
+    if verdicts.dtype != bool or verdicts.shape != (size,):
+        raise TypeError(
+            f"passes() returned {verdicts.dtype} of shape "
+            f"{verdicts.shape}, expected bool of shape ({size},)")
+    return verdicts
+
+
 class BaseHostFilter:
-    """Base class of filters; subclasses implement ``reject`` or, to
-    check many hosts faster, ``rejections``."""
+    """Base class of filters; subclasses implement one form of their
+    rule: ``reject`` (or ``rejections``), or ``passes`` (with
+    ``why_rejected``). See the module docstring."""
+
+    #: Which forms the class writes itself (set for each subclass).
+    writes_per_host_form = False
+    writes_column_form = False
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        # Decided once per class, so that the derived forms cost no
+        # look-up per call; attributes set on an instance (tests switch
+        # a column form off that way) do not change what the class says.
+        cls.writes_per_host_form = (
+            cls.reject is not BaseHostFilter.reject
+            or cls.rejections is not BaseHostFilter.rejections)
+        cls.writes_column_form = cls.passes is not BaseHostFilter.passes
 
     def __init__(self, conf: cfg.ConfigOpts):
         self.conf = conf
@@ -62,8 +113,12 @@ class BaseHostFilter:
 
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
         """None when ``host`` can take one instance of ``spec``."""
-        if type(self).rejections is BaseHostFilter.rejections:
-            raise NotImplementedError
+        cls = type(self)
+        if cls.rejections is BaseHostFilter.rejections \
+                and not cls.writes_column_form:
+            raise NotImplementedError(
+                f"{self.name} implements neither reject(), rejections() "
+                "nor passes()")
         return self.rejections([host], spec)[0]
 
     def rejections(self, hosts: Sequence[HostState],
@@ -78,6 +133,9 @@ class BaseHostFilter:
         (options, parsed extra specs, the time) is worked out once per
         request with ``spec.memo()``.
         """
+        if type(self).reject is BaseHostFilter.reject \
+                and self.writes_column_form:
+            return self._rejections_from_column(hosts, spec)
         return [self.reject(host, spec) for host in hosts]
 
     def passes(self, table: HostTable,
@@ -87,9 +145,36 @@ class BaseHostFilter:
         filter has no column form (the scheduler then calls
         ``rejections()`` with the hosts left).
 
+        A filter writing the column form only must answer an array for
+        every request: its per-host form is derived from it, and a None
+        there fails every host asked (``plugin_guard``).
+
         The fast path of large fleets: a filter that implements it is
-        asked ``reject()`` only for the hosts it removed, and only when
-        someone wants to know why (explain, NoValidHost).
+        asked why (``why_rejected()``, or its per-host form when it
+        writes one) only for the hosts it removed, and only when someone
+        wants to know (explain, NoValidHost).
         """
         return None
 
+    def why_rejected(self, host: HostState,
+                     spec: RequestSpec) -> Rejection | None:
+        """Why the column form removed ``host``: asked only for hosts
+        ``passes()`` rejected, to word the rejection (the reason the
+        NoValidHost histogram counts, this host's numbers as the
+        detail); it explains, it never decides. None gives a generic
+        reason (``UNEXPLAINED``)."""
+        return None
+
+    def _rejections_from_column(self, hosts: Sequence[HostState],
+                                spec: RequestSpec
+                                ) -> list[Rejection | None]:
+        """The per-host form of a column filter: ``passes()`` over a
+        table of ``hosts``, worded by ``why_rejected()``."""
+        hosts = list(hosts)
+        # The class's column form, not one set on the instance: a caller
+        # may switch this instance's column path off (``passes`` giving
+        # None), and the per-host form must still state the same rule.
+        verdicts = checked_verdicts(
+            type(self).passes(self, HostTable(hosts), spec), len(hosts))
+        return [None if ok else self.why_rejected(host, spec) or UNEXPLAINED
+                for host, ok in zip(hosts, verdicts.tolist(), strict=True)]

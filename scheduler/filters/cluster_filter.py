@@ -13,15 +13,13 @@ class ClusterFilter(BaseHostFilter):
     """When the request sets ``cluster``, rejects hosts of any other
     cluster (or of none); without it every host passes."""
 
-    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
-        wanted = spec.cluster
-        if not wanted or host.cluster == wanted:
-            return None
-        return Rejection(f"not in cluster {wanted}",
-                         f"host is in {host.cluster or 'no cluster'}")
-
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         wanted = spec.cluster
         if not wanted:
             return np.ones(len(table), dtype=bool)
         return table.matches("cluster", wanted)
+
+    def why_rejected(self, host: HostState,
+                     spec: RequestSpec) -> Rejection:
+        return Rejection(f"not in cluster {spec.cluster}",
+                         f"host is in {host.cluster or 'no cluster'}")

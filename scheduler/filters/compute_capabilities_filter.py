@@ -4,7 +4,6 @@
 import collections.abc
 import dataclasses
 import difflib
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -79,6 +78,10 @@ class _Check(NamedTuple):
     keys: tuple[str, ...]
     requirement: capability_specs.Requirement
 
+    def accepts(self, actual: object) -> bool:
+        """Whether a host whose value is ``actual`` meets this check."""
+        return actual is not _MISSING and self.requirement.matches(actual)
+
     def rejection(self, actual: object) -> Rejection:
         """Why a host whose value is ``actual`` fails this check."""
         cap = self.cap
@@ -146,23 +149,6 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
         _used, ignored = _specs(spec)
         return [_ignored_warning(cap) for cap in ignored]
 
-    def rejections(self, hosts: Sequence[HostState],
-                   spec: RequestSpec) -> list[Rejection | None]:
-        # Parsed and resolved once per request, not for every host.
-        checks = spec.memo("ComputeCapabilitiesFilter",
-                           lambda: _checks(spec))
-        rejections: list[Rejection | None] = []
-        for host in hosts:
-            for check in checks:
-                actual = _value(host, check.attribute, check.keys)
-                if (actual is _MISSING
-                        or not check.requirement.matches(actual)):
-                    rejections.append(check.rejection(actual))
-                    break
-            else:
-                rejections.append(None)
-        return rejections
-
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         checks = spec.memo("ComputeCapabilitiesFilter",
                            lambda: _checks(spec))
@@ -174,8 +160,18 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
                 ("capability", check.attribute, check.keys),
                 lambda host, check=check: _value(host, check.attribute,
                                                  check.keys))
-            verdicts = np.fromiter(
-                (value is not _MISSING and check.requirement.matches(value)
-                 for value in values), dtype=bool, count=len(values))
+            verdicts = np.fromiter((check.accepts(value) for value in values),
+                                   dtype=bool, count=len(values))
             ok &= verdicts[codes]
         return ok
+
+    def why_rejected(self, host: HostState,
+                     spec: RequestSpec) -> Rejection | None:
+        checks = spec.memo("ComputeCapabilitiesFilter",
+                           lambda: _checks(spec))
+        # The first check the host fails, as passes() tests them.
+        for check in checks:
+            actual = _value(host, check.attribute, check.keys)
+            if not check.accepts(actual):
+                return check.rejection(actual)
+        return None

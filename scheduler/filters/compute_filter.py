@@ -1,7 +1,6 @@
 """ComputeFilter: only enabled nodes with a recent heartbeat."""
 
 import datetime
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,15 +22,6 @@ class ComputeFilter(BaseHostFilter):
     seconds; a heartbeat exactly that old still counts as up.
     """
 
-    def rejections(self, hosts: Sequence[HostState],
-                   spec: RequestSpec) -> list[Rejection | None]:
-        now, oldest = spec.memo("ComputeFilter",
-                                lambda: self._heartbeat_window(spec))
-        return [_why_not(host, now)
-                if host.disabled or host.updated_at is None
-                or host.updated_at < oldest else None
-                for host in hosts]
-
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         _now, oldest = spec.memo("ComputeFilter",
                                  lambda: self._heartbeat_window(spec))
@@ -40,6 +30,19 @@ class ComputeFilter(BaseHostFilter):
                                  lambda host: epoch(host.updated_at))
         return ~table.attribute("disabled", bool) & (
             heartbeat >= epoch(oldest))
+
+    def why_rejected(self, host: HostState,
+                     spec: RequestSpec) -> Rejection:
+        now, _oldest = spec.memo("ComputeFilter",
+                                 lambda: self._heartbeat_window(spec))
+        if host.disabled:
+            return Rejection(
+                "disabled",
+                f"disabled: {host.disabled_reason or 'no reason given'}")
+        if host.updated_at is None:
+            return Rejection("down", "no heartbeat reported")
+        age = (now - host.updated_at).total_seconds()
+        return Rejection("down", f"no heartbeat for {int(age)} s")
 
     def _heartbeat_window(
             self, spec: RequestSpec
@@ -53,14 +56,3 @@ class ComputeFilter(BaseHostFilter):
         return now, seconds_before(
             now, self.conf.filter_scheduler.service_down_time)
 
-
-def _why_not(host: HostState, now: datetime.datetime) -> Rejection:
-    """The rejection of a host that is disabled or down."""
-    if host.disabled:
-        return Rejection(
-            "disabled",
-            f"disabled: {host.disabled_reason or 'no reason given'}")
-    if host.updated_at is None:
-        return Rejection("down", "no heartbeat reported")
-    age = (now - host.updated_at).total_seconds()
-    return Rejection("down", f"no heartbeat for {int(age)} s")

@@ -1,7 +1,6 @@
 """MetricsFilter: every weighed metric must be reported and fresh."""
 
 import datetime
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -39,26 +38,6 @@ class MetricsFilter(BaseHostFilter):
     def applies(self, spec: RequestSpec) -> bool:
         return bool(self.conf.metrics.weight_setting)
 
-    def rejections(self, hosts: Sequence[HostState],
-                   spec: RequestSpec) -> list[Rejection | None]:
-        window, names = spec.memo("MetricsFilter",
-                                  lambda: self._prepare(spec))
-        rejections: list[Rejection | None] = []
-        for host in hosts:
-            for name in names:
-                # A malformed report may sit next to an older good value;
-                # the node's latest word on the metric is that it is broken.
-                if (name in host.bad_metrics
-                        or host.metric_since(name, window.cutoff) is None):
-                    rejections.append(Rejection(
-                        f"metric {name} unavailable",
-                        unavailable_detail(host, name, window.now,
-                                           window.max_age)))
-                    break
-            else:
-                rejections.append(None)
-        return rejections
-
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         window, names = spec.memo("MetricsFilter",
                                   lambda: self._prepare(spec))
@@ -70,6 +49,20 @@ class MetricsFilter(BaseHostFilter):
             ok &= ~broken & ~np.isnan(fresh_metric(table, name,
                                                    window.cutoff))
         return ok
+
+    def why_rejected(self, host: HostState,
+                     spec: RequestSpec) -> Rejection | None:
+        window, names = spec.memo("MetricsFilter",
+                                  lambda: self._prepare(spec))
+        for name in names:
+            # A malformed report may sit next to an older good value;
+            # the node's latest word on the metric is that it is broken.
+            if (name in host.bad_metrics
+                    or host.metric_since(name, window.cutoff) is None):
+                return Rejection(f"metric {name} unavailable",
+                                 unavailable_detail(host, name, window.now,
+                                                    window.max_age))
+        return None
 
     def _prepare(self, spec: RequestSpec) -> tuple[MetricsWindow, list[str]]:
         """The request's metrics window and the metrics of ``[metrics]

@@ -1,7 +1,5 @@
 """MigrationLimitFilter: keeps migrations from piling onto one host."""
 
-from collections.abc import Sequence
-
 import numpy as np
 import sqlalchemy as sa
 
@@ -27,21 +25,19 @@ class MigrationLimitFilter(BaseHostFilter):
     the migrations table once per request.
     """
 
-    def rejections(self, hosts: Sequence[HostState],
-                   spec: RequestSpec) -> list[Rejection | None]:
-        incoming, limit = spec.memo("MigrationLimitFilter",
-                                    lambda: self._incoming())
-        return [None if incoming.get(host.node_id, 0) < limit
-                else Rejection("too many incoming migrations",
-                               f"{incoming[host.node_id]} incoming, "
-                               f"limit {limit}")
-                for host in hosts]
-
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         incoming, limit = spec.memo("MigrationLimitFilter",
                                     lambda: self._incoming())
         full = [node for node, count in incoming.items() if count >= limit]
         return ~np.isin(table.attribute("node_id", np.int64), full)
+
+    def why_rejected(self, host: HostState,
+                     spec: RequestSpec) -> Rejection:
+        incoming, limit = spec.memo("MigrationLimitFilter",
+                                    lambda: self._incoming())
+        return Rejection("too many incoming migrations",
+                         f"{incoming.get(host.node_id, 0)} incoming, "
+                         f"limit {limit}")
 
     def _incoming(self) -> tuple[dict[int, int], int]:
         """Active migrations by destination node, and the limit."""

@@ -13,13 +13,12 @@ class NumInstancesFilter(BaseHostFilter):
     """Rejects hosts already running ``[filter_scheduler]
     max_instances_per_host`` instances or more."""
 
-    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
-        limit = self.conf.filter_scheduler.max_instances_per_host
-        if host.num_instances < limit:
-            return None
-        return Rejection("too many instances",
-                         f"{host.num_instances} instances, limit {limit}")
-
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         limit = self.conf.filter_scheduler.max_instances_per_host
         return table.attribute("num_instances") < limit
+
+    def why_rejected(self, host: HostState,
+                     spec: RequestSpec) -> Rejection:
+        limit = self.conf.filter_scheduler.max_instances_per_host
+        return Rejection("too many instances",
+                         f"{host.num_instances} instances, limit {limit}")

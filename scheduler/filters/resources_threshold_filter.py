@@ -1,8 +1,6 @@
 """ResourcesThresholdFilter: host metrics must meet the flavor's
 ``resources:<metric>=<op><quantity>`` thresholds."""
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from scheduler import extra_specs
@@ -41,28 +39,6 @@ class ResourcesThresholdFilter(BaseHostFilter):
     def applies(self, spec: RequestSpec) -> bool:
         return bool(_thresholds(spec))
 
-    def rejections(self, hosts: Sequence[HostState],
-                   spec: RequestSpec) -> list[Rejection | None]:
-        window, thresholds = spec.memo(
-            "ResourcesThresholdFilter",
-            lambda: (metrics_window(spec, self.conf),
-                     # With the reason of each, the same for every host
-                     # it rejects.
-                     [(resource, str(resource))
-                      for resource in _thresholds(spec)]))
-        rejections: list[Rejection | None] = []
-        for host in hosts:
-            for resource, reason in thresholds:
-                value = host.metric_since(resource.metric, window.cutoff)
-                if value is None or not resource.satisfied_by(value):
-                    rejections.append(
-                        _rejection(host, resource, reason, value, window))
-                    break
-            else:
-                rejections.append(None)
-        return rejections
-
-
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         window = metrics_window(spec, self.conf)
         ok = np.ones(len(table), dtype=bool)
@@ -72,6 +48,16 @@ class ResourcesThresholdFilter(BaseHostFilter):
             ok &= ~np.isnan(values)
             ok &= _satisfied(resource, values)
         return ok
+
+    def why_rejected(self, host: HostState,
+                     spec: RequestSpec) -> Rejection | None:
+        window = metrics_window(spec, self.conf)
+        # The first threshold the host breaks, as passes() tests them.
+        for resource in _thresholds(spec):
+            value = host.metric_since(resource.metric, window.cutoff)
+            if value is None or not resource.satisfied_by(value):
+                return _rejection(host, resource, value, window)
+        return None
 
 
 # The threshold operators that compare whole arrays; the others (=, ==
@@ -90,8 +76,7 @@ def _satisfied(resource: extra_specs.ResourceSpec,
 
 
 def _rejection(host: HostState, resource: extra_specs.ResourceSpec,
-               reason: str, value: float | None,
-               window: MetricsWindow) -> Rejection:
+               value: float | None, window: MetricsWindow) -> Rejection:
     """Why ``host``, whose metric is ``value``, breaks ``resource``."""
     if value is None:
         return Rejection(f"{resource.metric} unavailable",
@@ -102,4 +87,4 @@ def _rejection(host: HostState, resource: extra_specs.ResourceSpec,
     if reported != value:
         detail += (f" ({_number(reported)} reported, adjusted "
                    "for pending claims)")
-    return Rejection(reason, detail)
+    return Rejection(str(resource), detail)

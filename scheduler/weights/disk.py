@@ -1,31 +1,12 @@
 """DiskWeigher: prefer hosts with more free local disk."""
 
-from collections.abc import Sequence
-
-import numpy as np
-
-from scheduler.host_manager import HostState
-from scheduler.host_table import HostTable
-from scheduler.request_spec import RequestSpec
-from scheduler.weights import BaseHostWeigher
+from scheduler.weights.attribute import AttributeWeigher
 
 
-class DiskWeigher(BaseHostWeigher):
+class DiskWeigher(AttributeWeigher):
     """Weighs free local disk in GB (local_gb x disk_allocation_ratio
     minus claims). ``[filter_scheduler] disk_weight_multiplier`` > 0
     spreads instances over hosts, < 0 stacks them."""
 
-    def multiplier(self, spec: RequestSpec) -> float:
-        return self.conf.filter_scheduler.disk_weight_multiplier
-
-    def raw_weight(self, host: HostState, spec: RequestSpec) -> float:
-        return float(host.free_disk_gb)
-
-    def raw_weights(self, hosts: Sequence[HostState],
-                    spec: RequestSpec) -> list[float | None]:
-        # raw_weight() without a method call per host.
-        return [float(host.free_disk_gb) for host in hosts]
-
-    def raw_column(self, table: HostTable, rows: np.ndarray,
-                   spec: RequestSpec) -> np.ndarray:
-        return table.attribute("free_disk_gb")[rows]
+    attribute = "free_disk_gb"
+    multiplier_option = "disk_weight_multiplier"

@@ -35,9 +35,6 @@ def scaled_sum(mode: str, columns: Sequence[np.ndarray],
     """``sum(|ratio| x normalise(sign(ratio) x column))`` per host over
     ``size`` hosts, ``mode`` being ``minmax`` or ``rank``; NaN where a
     column is NaN (a metric unavailable).
-
-    The per-host and column forms of the weighers both call this on the
-    same values, so that they agree to the last bit.
     """
     available = np.ones(size, dtype=bool)
     for column in columns:
@@ -53,15 +50,3 @@ def scaled_sum(mode: str, columns: Sequence[np.ndarray],
         total = total + abs(ratio) * normalization.normalize_array(
             mode, values)
     return np.where(available, total, np.nan)
-
-
-def as_column(values: Sequence[float | None]) -> np.ndarray:
-    """Per-host values as a column, NaN for None."""
-    return np.array([np.nan if value is None else value
-                     for value in values], dtype=float)
-
-
-def as_optional(weights: np.ndarray) -> list[float | None]:
-    """A column of weights per host, None for NaN."""
-    return [None if np.isnan(weight) else weight
-            for weight in weights.tolist()]

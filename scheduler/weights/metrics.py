@@ -1,7 +1,5 @@
 """MetricsWeigher: weigh hosts by the metrics their monitors report."""
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from scheduler.filters import Rejection
@@ -50,35 +48,6 @@ class MetricsWeigher(BaseHostWeigher):
                     unavailable_detail(host, name, window.now,
                                        window.max_age))
         return None
-
-    def raw_weight(self, host: HostState, spec: RequestSpec) -> float | None:
-        return self.raw_weights([host], spec)[0]
-
-    def raw_weights(self, hosts: Sequence[HostState],
-                    spec: RequestSpec) -> list[float | None]:
-        # The request's cutoff, shared with the filters: every host ages
-        # against the same now. Options are read once, not per host.
-        cutoff = metrics_window(spec, self.conf).cutoff
-        setting = self.conf.metrics.weight_setting
-        scale = self.conf.metrics.weight_setting_scale
-        if scale != metric_scale.RAW:
-            columns = [metric_scale.as_column(
-                [host.metric_since(name, cutoff) for host in hosts])
-                for name, _ratio in setting]
-            return metric_scale.as_optional(metric_scale.scaled_sum(
-                scale, columns, [ratio for _name, ratio in setting],
-                len(hosts)))
-        weights: list[float | None] = []
-        for host in hosts:
-            total: float | None = 0.0
-            for name, ratio in setting:
-                value = host.metric_since(name, cutoff)
-                if value is None:
-                    total = None
-                    break
-                total += ratio * value
-            weights.append(total)
-        return weights
 
     def raw_column(self, table: HostTable, rows: np.ndarray,
                    spec: RequestSpec) -> np.ndarray:

@@ -1,10 +1,7 @@
 """ResourcesWeigher: serves ``resources:<metric>=max|min`` extra specs."""
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from scheduler.host_manager import HostState
 from scheduler.host_manager import metrics_window
 from scheduler.host_table import HostTable
 from scheduler.host_table import fresh_metric
@@ -37,43 +34,6 @@ class ResourcesWeigher(BaseHostWeigher):
 
     def multiplier(self, spec: RequestSpec) -> float:
         return self.conf.filter_scheduler.resources_weight_multiplier
-
-    def raw_weight(self, host: HostState, spec: RequestSpec) -> float | None:
-        return self.raw_weights([host], spec)[0]
-
-    def raw_weights(self, hosts: Sequence[HostState],
-                    spec: RequestSpec) -> list[float | None]:
-        goals = _goals(spec)
-        if not goals:
-            return [0.0] * len(hosts)
-        cutoff = metrics_window(spec, self.conf).cutoff
-        # Column by column (one per goal) rather than host by host: fewer
-        # calls per host, and the scaling needs whole columns anyway.
-        columns = [[host.metric_since(metric, cutoff) for host in hosts]
-                   for metric, _sign in goals]
-        scale = self.conf.metrics.weight_setting_scale
-        if scale != metric_scale.RAW:
-            return metric_scale.as_optional(metric_scale.scaled_sum(
-                scale, [metric_scale.as_column(column)
-                        for column in columns],
-                [sign for _metric, sign in goals], len(hosts)))
-        available = [None not in values
-                     for values in zip(*columns, strict=True)]
-        scaled = []
-        for (_metric, sign), column in zip(goals, columns, strict=True):
-            scale = max((abs(value) for value, ok
-                         in zip(column, available, strict=True) if ok),
-                        default=0.0)
-            # A scale of 0 means every host has 0: nothing to prefer.
-            if scale:
-                scaled.append([sign * value / scale if ok else 0.0
-                               for value, ok
-                               in zip(column, available, strict=True)])
-        if not scaled:
-            return [0.0 if ok else None for ok in available]
-        return [sum(terms, 0.0) if ok else None for terms, ok
-                in zip(zip(*scaled, strict=True), available, strict=True)]
-
 
     def raw_column(self, table: HostTable, rows: np.ndarray,
                    spec: RequestSpec) -> np.ndarray:

@@ -9,8 +9,8 @@ from oslo_config import cfg
 import scheduler.conf
 from scheduler.extra_specs import InvalidExtraSpec
 from scheduler.filters import compute_capabilities_filter
-from scheduler.host_manager import HostState
 from scheduler.request_spec import RequestSpec
+from tests.fakes import make_host
 
 
 @pytest.fixture
@@ -19,14 +19,6 @@ def capabilities() -> compute_capabilities_filter.ComputeCapabilitiesFilter:
     scheduler.conf.register_opts(conf)
     conf([], default_config_files=[], default_config_dirs=[])
     return compute_capabilities_filter.ComputeCapabilitiesFilter(conf)
-
-
-def make_host(**fields) -> HostState:
-    values = {"node_id": 1, "uuid": "uuid-1", "host": "node-1",
-              "nodename": "node-1.local", "vcpus": 8, "memory_mb": 16384,
-              "disk_gb": 100}
-    values.update(fields)
-    return HostState(**values)
 
 
 def make_spec(extra_specs: dict) -> RequestSpec:

@@ -22,6 +22,7 @@ from scheduler.filters import pin_to_host_filter
 from scheduler.filters import ram_filter
 from scheduler.host_manager import HostState
 from scheduler.request_spec import RequestSpec
+from tests.fakes import make_host
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
 UUID_A = "aaaaaaaa-0000-0000-0000-000000000001"
@@ -58,16 +59,6 @@ def conf() -> cfg.ConfigOpts:
 @pytest.fixture(autouse=True)
 def frozen_now(monkeypatch) -> None:
     monkeypatch.setattr(compute_filter, "utcnow", lambda: NOW)
-
-
-def make_host(**fields) -> HostState:
-    values = {
-        "node_id": 1, "uuid": "node-uuid-1", "host": "host1",
-        "nodename": "node1", "vcpus": 8, "memory_mb": 8192,
-        "disk_gb": 100, "updated_at": NOW,
-    }
-    values.update(fields)
-    return HostState(**values)
 
 
 def make_spec(flavor: dict | None = None, **fields) -> RequestSpec:

@@ -5,9 +5,9 @@ own reason, only where overcommit would otherwise have let it in."""
 import pytest
 
 from scheduler.filters import Rejection
+from tests.fakes import make_host
 from tests.unit.test_filters import check
 from tests.unit.test_filters import conf  # noqa: F401 (fixture)
-from tests.unit.test_filters import make_host
 from tests.unit.test_filters import make_spec
 
 

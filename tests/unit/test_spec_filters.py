@@ -20,9 +20,8 @@ from scheduler.filters import json_filter
 from scheduler.filters import metrics_filter
 from scheduler.filters import resources_threshold_filter
 from scheduler.host_manager import MIB
-from scheduler.host_manager import HostState
-from scheduler.host_manager import Metric
 from scheduler.request_spec import RequestSpec
+from tests.fakes import make_host
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
 MAX_AGE = 300
@@ -46,20 +45,6 @@ def frozen_now(monkeypatch):
     # The filters read the clock per call; pin it so that "fresh" and
     # "stale" do not depend on how fast the test runs.
     monkeypatch.setattr(models, "utcnow", lambda: NOW)
-
-
-def make_host(name: str = "node-1", metrics: dict | None = None,
-              age: float = 10.0, **fields) -> HostState:
-    """A host whose metrics were all reported ``age`` seconds ago."""
-    stamp = NOW - datetime.timedelta(seconds=age)
-    fields.setdefault("vcpus", 8)
-    fields.setdefault("memory_mb", 16384)
-    fields.setdefault("disk_gb", 100)
-    return HostState(
-        node_id=1, uuid=f"uuid-{name}", host=name, nodename=f"{name}.local",
-        metrics={k: Metric(float(v), stamp, "test")
-                 for k, v in (metrics or {}).items()},
-        **fields)
 
 
 def make_spec(extra_specs: dict | None = None, hints: dict | None = None,

@@ -1,6 +1,5 @@
 """Unit tests of the built-in weighers (raw weights and multipliers)."""
 
-import datetime
 import importlib.metadata
 from collections.abc import Iterator
 
@@ -8,10 +7,7 @@ import pytest
 from oslo_config import cfg
 
 import scheduler.conf
-from scheduler.db.models import utcnow
 from scheduler.host_manager import MIB
-from scheduler.host_manager import HostState
-from scheduler.host_manager import Metric
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import NAMESPACE
 from scheduler.weights import BaseHostWeigher
@@ -24,6 +20,7 @@ from scheduler.weights.normalization import normalize
 from scheduler.weights.num_instances import NumInstancesWeigher
 from scheduler.weights.ram import RAMWeigher
 from scheduler.weights.resources import ResourcesWeigher
+from tests.fakes import make_host
 
 GIB = 1024 * MIB
 
@@ -38,19 +35,6 @@ def conf() -> Iterator[cfg.ConfigOpts]:
     # oslo.config shares between ConfigOpts objects: without this reset
     # an override here would leak into other tests (and cfg.CONF).
     conf.reset()
-
-
-def make_host(name: str = "node-1", age: float = 0.0,
-              metrics: dict[str, float] | None = None,
-              **fields) -> HostState:
-    """A HostState whose metrics were reported ``age`` seconds ago."""
-    stamp = utcnow() - datetime.timedelta(seconds=age)
-    return HostState(
-        node_id=1, uuid=f"uuid-{name}", host=name,
-        nodename=name,
-        metrics={k: Metric(float(v), stamp, "test")
-                 for k, v in (metrics or {}).items()},
-        **fields)
 
 
 def make_spec(extra_specs: dict[str, str] | None = None,

@@ -30,19 +30,19 @@ class MaxLoadFilter(BaseHostFilter):
         # that a bad value stops start-up instead of failing requests.
         self.limit = conf.example_plugins.max_load_per_vcpu
 
-    def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
-        cutoff = metrics_window(spec, self.conf).cutoff
-        load = host.metric_since(LOAD_1M, cutoff)
-        if load is None or load <= self.limit * host.vcpus:
-            return None
-        # The reason is the same for every host (the NoValidHost
-        # histogram counts hosts by reason); the detail is this host's.
-        return Rejection(f"{LOAD_1M} per vCPU above {self.limit:g}",
-                         f"{LOAD_1M} {load:.2f} on {host.vcpus} vCPUs")
-
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         cutoff = metrics_window(spec, self.conf).cutoff
         load = fresh_metric(table, LOAD_1M, cutoff)
-        # NaN (no fresh report) compares False: such hosts pass, as in
-        # reject().
+        # NaN (no fresh report) compares False: such hosts pass.
         return ~(load > self.limit * table.attribute("vcpus"))
+
+    def why_rejected(self, host: HostState,
+                     spec: RequestSpec) -> Rejection:
+        # Asked only for the hosts passes() removed, when someone wants
+        # to know why. The reason is the same for every host (the
+        # NoValidHost histogram counts hosts by reason); the detail is
+        # this host's.
+        cutoff = metrics_window(spec, self.conf).cutoff
+        load = host.metric_since(LOAD_1M, cutoff)
+        return Rejection(f"{LOAD_1M} per vCPU above {self.limit:g}",
+                         f"{LOAD_1M} {load:.2f} on {host.vcpus} vCPUs")
