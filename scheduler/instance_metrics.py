@@ -22,9 +22,13 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
 
-# host_manager imports this module while it loads: only its attributes
-# are read here, at call time.
-from scheduler import host_manager as hm
+from oslo_log import log as logging
+
+from scheduler import host_state as hm
+from scheduler import metric_entries
+
+# The host cache's warnings keep the logger name they have always had.
+LOG = logging.getLogger("scheduler.host_manager")
 
 CPU_PERCENT = "instance.cpu.percent"
 MEMORY_USED = "instance.memory.used"
@@ -41,20 +45,20 @@ def decode(entries: Iterable[dict], problems: list[str]
     for entry in entries:
         instance, name = entry.get("instance"), entry.get("name")
         if not isinstance(instance, str) or not instance:
-            problems.append(f"instance entry {hm._short(entry)} names no "
-                            "instance")
+            problems.append(f"instance entry {metric_entries.short(entry)} "
+                            "names no instance")
             continue
         if not isinstance(name, str) or not name.startswith(PREFIX):
             problems.append(f"instance {instance}: entry name "
-                            f"{hm._short(name)} does not begin with "
-                            f"'{PREFIX}'")
+                            f"{metric_entries.short(name)} does not begin "
+                            f"with '{PREFIX}'")
             continue
         metrics = found.setdefault(instance, {})
         if name in metrics:
             problems.append(f"instance {instance}: {name} is reported "
                             "twice; the first entry is used")
             continue
-        read = hm.reading(entry, stamps)
+        read = metric_entries.reading(entry, stamps)
         if type(read) is str:
             problems.append(f"instance {instance}: {name} {read}")
             continue
@@ -90,7 +94,7 @@ class OnFirstUse(Mapping):
                 self._decoded = decode(self._entries, problems)
                 self._entries = []
                 if problems:
-                    hm.LOG.warning(
+                    LOG.warning(
                         "Compute node %s reports malformed instance "
                         "entries; they are left out: %s", self._node,
                         "; ".join(problems))

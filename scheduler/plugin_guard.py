@@ -48,7 +48,7 @@ from scheduler import observability
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters import checked_verdicts
-from scheduler.host_manager import HostState
+from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import BaseHostWeigher

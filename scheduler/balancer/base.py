@@ -23,7 +23,7 @@ from stevedore import driver
 from stevedore import exception as stevedore_exception
 
 from scheduler import exception
-from scheduler import host_manager as hm
+from scheduler import host_state as hm
 from scheduler import instance_metrics
 from scheduler.balancer import history as history_mod
 

@@ -27,7 +27,7 @@ from oslo_config import cfg
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 
-from scheduler import host_manager as hm
+from scheduler import host_state as hm
 from scheduler.db import api as db_api
 from scheduler.db import models
 

@@ -10,7 +10,7 @@ import io
 import json
 from collections.abc import Sequence
 
-from scheduler import host_manager as hm
+from scheduler import host_state as hm
 
 FORMATS = ("table", "json", "csv")
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 from oslo_config import cfg
 
-from scheduler.host_manager import HostState
+from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 

@@ -7,7 +7,7 @@ soft policies are weighers (``scheduler.weights.affinity``).
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_manager import HostState
+from scheduler.host_state import HostState
 from scheduler.request_spec import RequestSpec
 
 

@@ -4,7 +4,7 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_manager import HostState
+from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 

@@ -7,8 +7,8 @@ import numpy as np
 from scheduler.db.models import utcnow
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_manager import HostState
-from scheduler.host_manager import seconds_before
+from scheduler.host_state import HostState
+from scheduler.host_state import seconds_before
 from scheduler.host_table import HostTable
 from scheduler.host_table import epoch
 from scheduler.request_spec import RequestSpec

@@ -7,7 +7,7 @@ from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_manager import HostState
+from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 

@@ -2,7 +2,7 @@
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_manager import HostState
+from scheduler.host_state import HostState
 from scheduler.request_spec import RequestSpec
 
 

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters.ignore_hosts_filter import folded
-from scheduler.host_manager import HostState
+from scheduler.host_state import HostState
 from scheduler.request_spec import RequestSpec
 
 _REASON = "not a forced host"

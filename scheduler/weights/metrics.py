@@ -4,8 +4,8 @@ import numpy as np
 
 from scheduler.filters import Rejection
 from scheduler.filters.metrics_filter import unavailable_detail
-from scheduler.host_manager import HostState
-from scheduler.host_manager import metrics_window
+from scheduler.host_state import HostState
+from scheduler.host_state import metrics_window
 from scheduler.host_table import HostTable
 from scheduler.host_table import fresh_metric
 from scheduler.request_spec import RequestSpec

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from scheduler.host_manager import metrics_window
+from scheduler.host_state import metrics_window
 from scheduler.host_table import HostTable
 from scheduler.host_table import fresh_metric
 from scheduler.request_spec import RequestSpec

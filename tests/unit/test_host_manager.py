@@ -14,12 +14,14 @@ import sqlalchemy as sa
 from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 
+from scheduler import clock as scheduler_clock
 from scheduler import conf as scheduler_conf
 from scheduler import host_manager as hm
 from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
+from scheduler.host_cache import queries
 from scheduler.request_spec import RequestSpec
 
 NODES = models.ComputeNode.__table__
@@ -410,19 +412,19 @@ def test_claim_the_cache_already_counts_is_not_recorded_twice(
     would count it twice under a key the refresh would then trust."""
     node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
     manager.host_states()
-    read_nodes = hm._fetch
+    read_nodes = queries.fetch
     claimed = {}
 
     def claim_between_the_reads(connection, query, shape, **parameters):
         rows = read_nodes(connection, query, shape, **parameters)
-        if shape is hm._NodeRow and not claimed:
+        if shape is queries.NodeRow and not claimed:
             claimed["instance"] = claim(engine, node, vcpus=3)
         return rows
 
     update_node(engine, node, generation=1)
-    monkeypatch.setattr(hm, "_fetch", claim_between_the_reads)
+    monkeypatch.setattr(queries, "fetch", claim_between_the_reads)
     host = manager.host_states()[0]
-    monkeypatch.setattr(hm, "_fetch", read_nodes)
+    monkeypatch.setattr(queries, "fetch", read_nodes)
     assert (host.generation, host.vcpus_claimed) == (1, 3)
     with engine.connect() as connection:
         row = connection.execute(sa.select(NODES).where(
@@ -886,7 +888,7 @@ def test_metrics_window_once_per_request(conf, monkeypatch):
         assert hm.metrics_window(spec, conf) == hm.MetricsWindow(
             later, 0, None)
         # Outside a scheduler call the clock stands in for spec.now.
-        monkeypatch.setattr(models, "utcnow", lambda: now)
+        monkeypatch.setattr(scheduler_clock, "utcnow", lambda: now)
         assert hm.metrics_window(RequestSpec.from_dict({"flavor": {}}),
                                  conf).now == now
     finally:

@@ -10,6 +10,7 @@ import pytest
 
 from scheduler import host_manager as hm
 from scheduler import instance_metrics as im
+from scheduler.db import api as db_api
 from scheduler.db import models
 
 NODES = models.ComputeNode.__table__
@@ -50,7 +51,7 @@ def add_node(engine, metrics: list, claims: tuple[str, ...] = ()) -> int:
 @pytest.fixture
 def host_of(scheduler_config):
     def read(metrics: list, claims: tuple[str, ...] = ()) -> hm.HostState:
-        add_node(hm.db_api.get_engine(scheduler_config), metrics, claims)
+        add_node(db_api.get_engine(scheduler_config), metrics, claims)
         host, = hm.HostManager(scheduler_config).host_states()
         return host
     return read

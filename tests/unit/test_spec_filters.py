@@ -12,7 +12,7 @@ import pytest
 from oslo_config import cfg
 
 import scheduler.conf
-from scheduler.db import models
+from scheduler import clock
 from scheduler.extra_specs import InvalidExtraSpec
 from scheduler.filters import Rejection
 from scheduler.filters import compute_capabilities_filter
@@ -44,7 +44,7 @@ def conf() -> collections.abc.Iterator[cfg.ConfigOpts]:
 def frozen_now(monkeypatch):
     # The filters read the clock per call; pin it so that "fresh" and
     # "stale" do not depend on how fast the test runs.
-    monkeypatch.setattr(models, "utcnow", lambda: NOW)
+    monkeypatch.setattr(clock, "utcnow", lambda: NOW)
 
 
 def make_spec(extra_specs: dict | None = None, hints: dict | None = None,

@@ -2,8 +2,8 @@
 
 from oslo_config import cfg
 
-from scheduler.host_manager import HostState
-from scheduler.host_manager import metrics_window
+from scheduler.host_state import HostState
+from scheduler.host_state import metrics_window
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 from scheduler_example_plugins import LOAD_1M

@@ -5,8 +5,8 @@ from oslo_config import cfg
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_manager import HostState
-from scheduler.host_manager import metrics_window
+from scheduler.host_state import HostState
+from scheduler.host_state import metrics_window
 from scheduler.host_table import HostTable
 from scheduler.host_table import fresh_metric
 from scheduler.request_spec import RequestSpec

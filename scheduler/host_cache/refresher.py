@@ -31,8 +31,8 @@ from sqlalchemy import exc as sa_exc
 from scheduler.db import api as db_api
 
 if TYPE_CHECKING:
-    # host_manager imports this module: no cycle at run time.
-    from scheduler.host_manager import HostManager
+    # The manager imports this module: no cycle at run time.
+    from scheduler.host_cache.manager import HostManager
 
 LOG = logging.getLogger(__name__)
 

@@ -1,0 +1,172 @@
+"""Decoding a ``compute_nodes`` row's JSON columns (metrics, cpu_info,
+networks) for the host cache: what is malformed is left out and logged,
+and the node is scheduled on for what remains (DESIGN §2)."""
+
+import json
+import math
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import orjson
+from oslo_log import log as logging
+
+from scheduler import instance_metrics as instance_metrics_mod
+from scheduler.host_cache import queries
+from scheduler.host_state import Metric
+from scheduler.host_state import new_metric
+from scheduler.metric_entries import reading
+from scheduler.metric_entries import recent_stamps
+from scheduler.metric_entries import short
+
+# The host cache's warnings keep the logger name they have always had:
+# operators' log filters know them by it.
+LOG = logging.getLogger("scheduler.host_manager")
+
+# Tuples, not dataclasses: one of each is made per changed row.
+class Decoded(NamedTuple):
+    """The JSON columns of one row as text and as decoded values."""
+
+    text: tuple[str, str, str]
+    metrics: dict[str, Metric]
+    bad_metrics: frozenset[str]
+    instance_metrics: Mapping[str, Mapping[str, Metric]]
+    cpu_info: dict
+    networks: frozenset[str]
+    #: What was wrong with ``cpu_info`` and ``networks``.
+    column_problems: tuple[str, ...] = ()
+
+
+def load_json(text: str, column: str, problems: list[str]) -> object:
+    try:
+        # orjson parses a report in a third of the standard library's
+        # time; what it refuses (NaN literals, integers past 64 bits) the
+        # standard library reads as before, so that only the bad values
+        # are lost, not the row.
+        return orjson.loads(text)
+    except (TypeError, ValueError, orjson.JSONDecodeError):
+        pass
+    try:
+        # Looked up at call time, so that tests can count the calls.
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError) as e:
+        problems.append(f"{column} is not JSON ({short(text)}: {e})")
+        return None
+
+
+def decode_metrics(text: str, problems: list[str],
+                    instance_entries: list[dict] | None = None
+                    ) -> tuple[dict[str, Metric], frozenset[str]]:
+    entries = load_json(text, "metrics", problems)
+    if entries is None:
+        return {}, frozenset()
+    if not isinstance(entries, list):
+        problems.append(f"metrics hold a {type(entries).__name__}, not a "
+                        "list")
+        return {}, frozenset()
+    metrics: dict[str, Metric] = {}
+    bad: set[str] = set()
+    stamps = recent_stamps()
+    # Every node's report is decoded at every change (one a minute per
+    # node): the common entry, a well-formed one, takes the inlined path
+    # below; anything else goes through reading() to be worded.
+    for index, entry in enumerate(entries):
+        if type(entry) is not dict:
+            problems.append(f"metric entry #{index} {short(entry)} is not "
+                            "an object")
+            continue
+        if "instance" in entry:
+            # One instance's measurement (instance.*), not the host's:
+            # host filters and weighers never see it.
+            if instance_entries is not None:
+                instance_entries.append(entry)
+            continue
+        name = entry.get("name")
+        if type(name) is not str or not name:
+            problems.append(f"metric entry #{index} has no name")
+            continue
+        if name in metrics or name in bad:
+            problems.append(f"metric {name} is reported twice; the first "
+                            "entry is used")
+            continue
+        value = entry.get("value")
+        stamp = entry.get("timestamp")
+        timestamp = stamps.get(stamp) if type(stamp) is str else None
+        source = entry.get("source")
+        kind = type(value)
+        if (timestamp is not None and (kind is float or kind is int)
+                and math.isfinite(value) and type(source) is str):
+            metrics[name] = new_metric(value, timestamp, source)
+            continue
+        found = reading(entry, stamps)
+        if type(found) is str:
+            bad.add(name)
+            problems.append(f"metric {name}: {found}")
+            continue
+        metrics[name] = Metric(*found)
+    return metrics, frozenset(bad)
+
+
+def decode_cpu_info(text: str, problems: list[str]) -> dict:
+    info = load_json(text, "cpu_info", problems)
+    if info is None:
+        return {}
+    if not isinstance(info, dict):
+        problems.append(f"cpu_info holds a {type(info).__name__}, not an "
+                        "object")
+        return {}
+    return info
+
+
+def decode_networks(text: str, problems: list[str]) -> frozenset[str]:
+    networks = load_json(text, "networks", problems)
+    if networks is None:
+        return frozenset()
+    if not isinstance(networks, list):
+        problems.append(f"networks hold a {type(networks).__name__}, not a "
+                        "list")
+        return frozenset()
+    names = [n for n in networks if isinstance(n, str)]
+    if len(names) != len(networks):
+        problems.append("networks hold entries that are not names: "
+                        + short([n for n in networks
+                                  if not isinstance(n, str)]))
+    return frozenset(names)
+
+
+def decode(row: queries.NodeRow, previous: Decoded | None = None) -> Decoded:
+    """Decode the JSON columns; what is malformed is left out and logged.
+
+    Only rows that changed are decoded, so the warning appears once per
+    change of a bad row rather than once per scheduling request.
+    ``previous``: the row's last decoding, whose ``cpu_info`` and
+    ``networks`` are kept when their text did not change.
+    """
+    problems: list[str] = []
+    instance_entries: list[dict] = []
+    metrics, bad_metrics = decode_metrics(row.metrics, problems,
+                                           instance_entries)
+    if previous is not None and previous.text[1:] == (row.cpu_info,
+                                                       row.networks):
+        # Reports change the metrics only: the node's description is
+        # decoded once per change of its own.
+        cpu_info, networks = previous.cpu_info, previous.networks
+        column_problems = previous.column_problems
+    else:
+        found: list[str] = []
+        cpu_info = decode_cpu_info(row.cpu_info, found)
+        networks = decode_networks(row.networks, found)
+        column_problems = tuple(found)
+    problems.extend(column_problems)
+    decoded = Decoded(
+        text=(row.metrics, row.cpu_info, row.networks),
+        metrics=metrics, bad_metrics=bad_metrics,
+        instance_metrics=instance_metrics_mod.OnFirstUse(
+            instance_entries, row.hypervisor_hostname),
+        cpu_info=cpu_info, networks=networks,
+        column_problems=column_problems)
+    if problems:
+        LOG.warning("Compute node %s (host %s, id %s) reports malformed "
+                    "data; it is scheduled on for what remains: %s",
+                    row.hypervisor_hostname, row.host, row.id,
+                    "; ".join(problems))
+    return decoded

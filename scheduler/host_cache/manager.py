@@ -1,0 +1,318 @@
+"""The host cache of one scheduler process (``HostManager``): the host
+states, refreshed from the database before each decision.
+
+Only the rows whose ``changed_at`` moved are read again and decoded
+(``scheduler.host_cache.reading``), and a periodic full load catches what
+the incremental reads cannot see (deleted nodes). In a serving process a
+background thread does the full loads (``scheduler.host_cache.refresher``),
+off the request path.
+"""
+
+import dataclasses
+import datetime
+import threading
+import time
+from collections.abc import Callable
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from oslo_config import cfg
+
+from scheduler import observability
+from scheduler.db import models
+from scheduler.host_cache import queries
+from scheduler.host_cache import refresher as host_cache_refresher
+from scheduler.host_cache.build import Entry
+from scheduler.host_cache.build import build_state
+from scheduler.host_cache.reading import Changes
+from scheduler.host_cache.reading import RefreshReads
+from scheduler.host_state import HostState
+from scheduler.host_table import HostTable
+
+
+@dataclasses.dataclass(frozen=True)
+class RefreshStats:
+    """What one refresh of the host cache did (benchmarks, logs)."""
+
+    #: True for a load of every row, False for an incremental refresh.
+    full: bool
+    #: Wall time of the refresh, in seconds.
+    duration: float
+    #: compute_nodes rows returned by the scan (ids and change keys only,
+    #: for an incremental refresh).
+    rows_read: int
+    #: Rows read with all their columns because they changed (or all of
+    #: them, for a full load).
+    rows_fetched: int
+    #: Rows whose JSON columns were parsed.
+    rows_decoded: int
+    allocations_read: int
+    #: Hosts in the cache afterwards.
+    hosts: int
+
+def _order_key(state: HostState) -> tuple[str, str, int]:
+    return state.host, state.nodename, state.node_id
+class HostManager(RefreshReads):
+    """The host states of this process, refreshed incrementally.
+
+    ``host_states()`` refreshes the cache, then returns it. The first call
+    and every ``[filter_scheduler] full_refresh_interval`` seconds load
+    every row, which is also how deleted nodes leave the cache. In between
+    a refresh scans the ids and change keys ``(changed_at, generation)``
+    of the rows changed since ``refresh_overlap`` seconds before the
+    newest change seen (the watermark), then reads in full, with their
+    claims, only the rows whose key differs from the cached one. Every
+    writer of a row sets ``changed_at``, so a claim or a metrics report is
+    seen by the next refresh.
+
+    Thread-safe: refreshes are serialised, and a caller that waited for
+    another thread's refresh which started after its own call uses that
+    refresh's result. Cached HostState objects are replaced, never changed,
+    by a refresh; they are shared between threads, so callers must not
+    change them: see ``snapshot()``.
+
+    ``clock`` (monotonic seconds) decides when a full load is due; tests
+    inject a fake one.
+
+    A serving process calls ``start_background_refresh()``: a daemon
+    thread (``host_cache_refresher``) then does the first load and the
+    periodic full loads, reading outside the lock and swapping the result
+    in (``reload()``), so that no request waits for one; requests only
+    refresh incrementally. A request that arrives before the first load
+    completed waits for it, as it would have done the load itself; when
+    no table could be loaded yet, it loads on its own, failing as above.
+    Deleted nodes leave the cache with the next background load. Without
+    the thread (commands, tests, simulations) the cache behaves as
+    described above.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts,
+                 clock: Callable[[], float] = time.monotonic):
+        self.conf = conf
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: dict[int, Entry] = {}
+        self._ordered: list[HostState] = []
+        self._position: dict[int, int] = {}
+        self._table = HostTable([])
+        self._watermark: datetime.datetime | None = None
+        self._last_full: float | None = None
+        self._window_checked: float | None = None
+        self._started = 0
+        self._completed = 0
+        self._refresher: host_cache_refresher.Refresher | None = None
+        #: Ids of the nodes the cache took in while a background full load
+        #: read the table (None when none does): see ``_swap_in()``.
+        self._touched: set[int] | None = None
+        #: Counters of the last successful refresh, None before the first.
+        self.last_refresh: RefreshStats | None = None
+        #: Called with the refresh's connection after each read (the live
+        #: policies' generation check), so that they cost no connection
+        #: of their own.
+        self.refresh_hooks: list[Callable[[sa.Connection], None]] = []
+
+    def start_background_refresh(self) -> None:
+        """Leave full loads, the first included, to a daemon thread of
+        this process (``host_cache_refresher``); requests then only read
+        what changed. Call it in the process that serves (after a fork:
+        threads do not survive one); ``close()`` stops the thread."""
+        if not (self._refresher and self._refresher.alive):
+            self._refresher = host_cache_refresher.Refresher(self)
+            self._refresher.start()
+
+    def close(self) -> None:
+        """Stop the background refresher, if any; the cache stays usable
+        and does its full loads on the request path again."""
+        if self._refresher is not None:
+            self._refresher.stop()
+            self._refresher = None
+
+    def host_table(self, now: float | None = None) -> HostTable:
+        """``host_states()`` as a HostTable, whose columns carry over from
+        one refresh to the next (recomputed for the hosts that changed).
+        Shared by every thread; treat it as read-only."""
+        self.host_states(now)
+        return self._table
+
+    def host_states(self, now: float | None = None) -> list[HostState]:
+        """Refresh the cache and return every host, ordered by host and
+        nodename.
+
+        ``now`` is a reading of the manager's clock (default: read it).
+        Returns the shared cached objects; copy them with ``snapshot()``
+        before calling ``consume()``. A database error propagates as
+        raised (SQLAlchemyError) and leaves the cache as it was; the next
+        call tries again.
+        """
+        ticket = self._started
+        with self._lock:
+            if self._completed > ticket:
+                return list(self._ordered)
+            self._started += 1
+            started = self._started
+            self._refresh(self._clock() if now is None else now)
+            self._completed = started
+            return list(self._ordered)
+
+    def claims_on(self, node_ids: Iterable[int]
+                  ) -> dict[int, tuple[queries.AllocationRow, ...]]:
+        """The claims on these nodes as the cache last read them, by node
+        id (nodes it does not hold are absent): each with its
+        ``instance_uuid``, ``vcpus``, ``memory_mb``, ``disk_gb`` and
+        ``instance_group``. Call ``host_states()`` first for fresh ones."""
+        with self._lock:
+            entries = self._entries
+            return {node_id: entries[node_id].source[1]
+                    for node_id in node_ids if node_id in entries}
+
+    def record_claim(self, node_id: int, generation: int,
+                     changed_at: datetime.datetime, instance_uuid: str,
+                     vcpus: int, memory_mb: int, disk_gb: int,
+                     group: str | None) -> bool:
+        """Take a claim this process just made into the cache, as the next
+        refresh would read it; True when done.
+
+        Done only when the claim is the node's one change since the cache
+        read it (the claim moved its generation from the cached one to
+        ``generation``) and the cache does not count it yet (a refresh
+        may have read the node before the claim and its claims after);
+        otherwise the next refresh reads the node as usual. The refresh
+        then still reads the node's row, stamped after its watermark, but
+        finds the change key as cached: it reads no claims, decodes
+        nothing and rebuilds nothing.
+        """
+        with self._lock:
+            entry = self._entries.get(node_id)
+            if (entry is None or entry.state.generation != generation - 1
+                    or instance_uuid in entry.state.instances):
+                return False
+            row, allocations, ratios = entry.source
+            row = row._replace(generation=generation, changed_at=changed_at)
+            allocations = (*allocations, queries.AllocationRow(
+                node_id, instance_uuid, vcpus, memory_mb, disk_gb, group,
+                changed_at))
+            entry = Entry(build_state(row, allocations, entry.decoded, ratios),
+                           entry.decoded, (row, allocations, ratios))
+            # As a refresh that read only this node would; the watermark
+            # stays, so that the next refresh reads what changed since.
+            self._apply(Changes(
+                full=False, entries={node_id: entry}, gone=set(),
+                newest=None, rows_read=0, rows_fetched=0, rows_decoded=0,
+                allocations_read=0))
+            return True
+
+    def _refresh(self, now: float) -> None:
+        opts = self.conf.filter_scheduler
+        # With a background refresher running, full loads after the first
+        # are its job: a request only reads what changed.
+        full = self._last_full is None or (
+            not (self._refresher and self._refresher.alive)
+            and now - self._last_full >= opts.full_refresh_interval)
+        began = time.perf_counter()
+        changes = self._read(full, now, hooks=True)
+        self._apply(changes)
+        if full:
+            # A full load reads the overlap window too.
+            self._last_full = self._window_checked = now
+        self._refreshed(changes, began)
+
+    def _refreshed(self, changes: Changes, began: float) -> None:
+        self.last_refresh = RefreshStats(
+            full=changes.full, duration=time.perf_counter() - began,
+            rows_read=changes.rows_read, rows_fetched=changes.rows_fetched,
+            rows_decoded=changes.rows_decoded,
+            allocations_read=changes.allocations_read,
+            hosts=len(self._ordered))
+        observability.metrics().refreshed(
+            changes.full, self.last_refresh.duration, changes.rows_fetched)
+
+    def reload(self, pace: Callable[[], None] | None = None) -> None:
+        """Load every row without holding up requests, then swap the
+        result in, keeping what requests took in meanwhile (the
+        background refresher's full load). ``pace()`` is called between
+        slices of the work. Errors propagate; the cache stays as it was."""
+        now, began = self._clock(), time.perf_counter()
+        with self._lock:
+            self._touched, known = set(), set(self._entries)
+        try:
+            changes = self._read(True, now, hooks=False, pace=pace)
+            # Outside the lock, so that the swap holds it for the changed
+            # rows only: what differs from the cache the read began with
+            # (what requests changed since is in _touched).
+            diff = {node_id: entry for node_id, entry
+                    in changes.entries.items()
+                    if self._entries.get(node_id) is not entry}
+            gone = known - changes.entries.keys()
+        except BaseException:
+            with self._lock:
+                self._touched = None
+            raise
+        with self._lock:
+            touched, self._touched = self._touched or set(), None
+            for node_id in touched:
+                current = self._entries.get(node_id)
+                diff.pop(node_id, None)
+                # Taken in during the read: possibly newer than the load,
+                # never older than the state the watermark vouches for.
+                # Cached before the read yet missing from it: deleted.
+                if current is not None and (node_id in changes.entries
+                                            or node_id not in known):
+                    gone.discard(node_id)
+                else:
+                    gone.add(node_id)
+            newest = changes.newest
+            if touched and self._watermark is not None:
+                # A kept entry may predate changes the load saw: the
+                # watermark stays, so that the next refresh reads them.
+                newest = None
+            else:
+                self._window_checked = now
+            self._apply(dataclasses.replace(
+                changes, full=False, entries=diff, gone=gone, newest=newest))
+            self._last_full = now
+            self._refreshed(changes, began)
+
+    def _apply(self, changes: Changes) -> None:
+        if self._touched is not None:
+            self._touched.update(changes.entries.keys(), changes.gone)
+        # A full load's entries are the whole table: what is not in them
+        # is gone.
+        gone = (self._entries.keys() - changes.entries.keys()
+                if changes.full else changes.gone)
+        reorder = False
+        replaced: dict[int, HostState] = {}
+        for node_id, entry in changes.entries.items():
+            old = self._entries.get(node_id)
+            if old is entry:
+                continue
+            self._entries[node_id] = entry
+            if old is None or (_order_key(old.state)
+                               != _order_key(entry.state)):
+                reorder = True
+            elif not reorder:
+                replaced[self._position[node_id]] = entry.state
+        for node_id in gone:
+            if self._entries.pop(node_id, None) is not None:
+                reorder = True
+        if reorder:
+            self._ordered = sorted((entry.state for entry
+                                    in self._entries.values()),
+                                   key=_order_key)
+            self._position = {state.node_id: index for index, state
+                              in enumerate(self._ordered)}
+            self._table = HostTable(list(self._ordered))
+        elif replaced:
+            for index, state in replaced.items():
+                self._ordered[index] = state
+            self._table = self._table.replaced(replaced)
+        self._advance_watermark(changes.newest)
+
+    def _advance_watermark(self, newest: datetime.datetime | None) -> None:
+        if newest is None:
+            return
+        if self._watermark is not None:
+            newest = max(newest, self._watermark)
+        # A writer whose clock runs ahead must not push the watermark past
+        # the changes of the others: never beyond our own clock. Rows
+        # stamped in the future are then scanned again, not decoded again.
+        self._watermark = min(newest, models.utcnow())

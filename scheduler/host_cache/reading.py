@@ -1,0 +1,292 @@
+"""How a refresh of the host cache reads the database: the rows that
+changed since the cache's watermark (or all of them), their claims and
+their decoding, gathered as ``Changes`` that the cache applies only once
+every query succeeded (``scheduler.host_cache.manager``)."""
+
+import dataclasses
+import datetime
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+
+import numpy as np
+import sqlalchemy as sa
+from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
+
+from scheduler.db import api as db_api
+from scheduler.host_cache import decode
+from scheduler.host_cache import queries
+from scheduler.host_cache.build import Entry
+from scheduler.host_cache.build import build_state
+from scheduler.host_cache.build import claims_by_node
+from scheduler.host_table import epoch
+
+LOG = logging.getLogger("scheduler.host_manager")
+
+@dataclasses.dataclass
+class Changes:
+    """A refresh's result, applied to the cache only once every query
+    succeeded."""
+
+    full: bool
+    entries: dict[int, Entry]
+    gone: set[int]
+    newest: datetime.datetime | None
+    rows_read: int
+    rows_fetched: int
+    rows_decoded: int
+    allocations_read: int
+
+
+#: Seconds between two checks of the overlap window for late changes.
+WINDOW_CHECK_INTERVAL = 1.0
+
+
+class RefreshReads:
+    """The reads of one refresh, not yet applied: the half of
+    ``HostManager`` that talks to the database (its state, ``_entries``,
+    ``_watermark``, ``_table``..., is the manager's)."""
+
+    def _read(self, full: bool, now: float, hooks: bool,
+              pace: Callable[[], None] | None = None) -> Changes:
+        """One refresh's reads, not yet applied; ``hooks``: run the
+        refresh hooks on its connection; ``pace``: see ``reload()``."""
+        opts = self.conf.filter_scheduler
+        ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
+                  opts.disk_allocation_ratio)
+        # No pre-ping round trip on every request: a pooled connection
+        # the database dropped fails the first statement instead, and the
+        # refresh runs once more on a fresh one.
+        engine = db_api.get_engine(self.conf, pre_ping=False)
+        for attempt in (1, 2):
+            try:
+                # The nodes are read before their claims, in snapshots of
+                # their own but on MariaDB: a claim committed in between is
+                # counted under the node's older key, which the next
+                # refresh finds moved.
+                with engine.connect() as connection:
+                    if engine.dialect.name == "postgresql":
+                        # psycopg would send BEGIN before the first read
+                        # and the pool a ROLLBACK after the last: two
+                        # round trips of the three of a typical refresh.
+                        connection = connection.execution_options(
+                            isolation_level="AUTOCOMMIT")
+                    if full:
+                        changes = self._read_all(connection, ratios, pace)
+                    else:
+                        changes = self._read_changed(
+                            connection, now, opts.refresh_overlap, ratios)
+                    for hook in self.refresh_hooks if hooks else ():
+                        hook(connection)
+                return changes
+            except sa_exc.DBAPIError as e:
+                if not e.connection_invalidated or attempt == 2:
+                    raise
+                LOG.info("Database connection lost; refreshing the host "
+                         "cache on a new one: %s", db_api.one_line(e))
+        raise AssertionError("unreachable")
+
+    def _read_all(self, connection: sa.Connection,
+                  ratios: tuple[float, float, float],
+                  pace: Callable[[], None] | None = None) -> Changes:
+        if pace is None:
+            rows = queries.fetch(connection, queries.ALL_NODES,
+                                 queries.NodeRow)
+            allocations = queries.fetch(connection, queries.ALL_ALLOCATIONS,
+                                        queries.AllocationRow)
+        else:
+            rows = queries.fetch_paced(connection, queries.ALL_NODES,
+                                       queries.NodeRow, pace)
+            allocations = queries.fetch_paced(
+                connection, queries.ALL_ALLOCATIONS, queries.AllocationRow,
+                pace)
+        entries, decoded = self._build_entries(rows, allocations, ratios,
+                                               reuse=True, pace=pace)
+        return Changes(
+            full=True, entries=entries, gone=set(),
+            newest=max((row.changed_at for row in rows), default=None),
+            rows_read=len(rows), rows_fetched=len(rows),
+            rows_decoded=decoded, allocations_read=len(allocations))
+
+    def _read_changed(self, connection: sa.Connection, now: float,
+                      overlap: int,
+                      ratios: tuple[float, float, float]) -> Changes:
+        watermark = self._watermark
+        if watermark is None:
+            newer: list[queries.NodeRow] = []
+            keys = queries.fetch(connection, queries.ALL_KEYS, queries.KeyRow)
+        else:
+            # Rows stamped after the watermark are read whole at once:
+            # they are few, and they changed. One stamped with the
+            # watermark's own time is a late change, for _late_keys().
+            newer = queries.fetch(connection, queries.NODES_AFTER,
+                                  queries.NodeRow,
+                           after=watermark)
+            keys = [queries.KeyRow(row.id, row.changed_at, row.generation)
+                    for row in newer]
+            keys.extend(self._late_keys(connection, now, overlap,
+                                        {row.id for row in newer}))
+        stale = [key.id for key in keys if self._is_stale(key)]
+        wanted = set(stale)
+        rows = [row for row in newer if row.id in wanted]
+        # Only rows that changed are read with their (large) JSON columns.
+        unread = sorted(wanted - {row.id for row in rows})
+        allocations: list[queries.AllocationRow] = []
+        for chunk in queries.chunks(unread):
+            rows.extend(queries.fetch(connection, queries.NODES_BY_ID,
+                                      queries.NodeRow,
+                               ids=list(chunk)))
+        kept_claims = self._claims_as_cached(rows)
+        claimed = [node_id for node_id in stale
+                   if node_id not in kept_claims]
+        for chunk in queries.chunks(claimed):
+            allocations.extend(queries.fetch(connection,
+                                             queries.ALLOCATIONS_BY_NODE,
+                                      queries.AllocationRow, ids=list(chunk)))
+        entries, decoded = self._build_entries(rows, allocations, ratios,
+                                               reuse=False,
+                                               kept_claims=kept_claims)
+        newest = max((key.changed_at for key in keys), default=None)
+        if rows:
+            newest = max(newest, max(row.changed_at for row in rows))
+        return Changes(
+            full=False, entries=entries,
+            # Seen by the scan, gone when read: deleted in between.
+            gone=wanted - entries.keys(), newest=newest,
+            rows_read=len(keys), rows_fetched=len(rows),
+            rows_decoded=decoded, allocations_read=len(allocations))
+
+    def _late_keys(self, connection: sa.Connection, now: float,
+                   overlap: int, seen: set[int]) -> list[queries.KeyRow]:
+        """The change keys of the overlap window up to the watermark
+        (changes committed late, or by a writer whose clock lags), but
+        only when that window's row count or generation sum differs from
+        the cache's, and at most once per ``WINDOW_CHECK_INTERVAL``
+        seconds. ``seen``: the rows already read, stamped after the
+        watermark.
+
+        Every writer bumps ``generation``, so a late change moves the
+        sum. Comparing two numbers spares a scan of every row of the
+        window, which at a monitor interval of a minute holds a sixth of
+        the fleet for the default overlap; checking once a second spares
+        the sum over the window on every request. A late change is seen
+        within the second, and a claim is checked against the database
+        anyway.
+        """
+        if (self._window_checked is not None
+                and now - self._window_checked < WINDOW_CHECK_INTERVAL):
+            return []
+        self._window_checked = now
+        watermark = self._watermark
+        since = watermark - datetime.timedelta(seconds=overlap)
+        count, generations = connection.execute(
+            queries.WINDOW_PROBE, {"since": since, "until": watermark}).one()
+        if (count, generations) == self._window_fingerprint(
+                since, watermark, seen):
+            return []
+        return [key for key in queries.fetch(connection, queries.KEYS_SINCE,
+                                             queries.KeyRow,
+                                      since=since)
+                if key.id not in seen]
+
+    def _window_fingerprint(self, since: datetime.datetime,
+                            until: datetime.datetime,
+                            moved: set[int]) -> tuple[int, int]:
+        """(rows, sum of generations) the database should hold from
+        ``since`` to ``until`` (both included) if nothing was committed late:
+        the cached hosts changed then, but for those whose change since
+        was seen (``moved``: their ids)."""
+        table = self._table
+        changed = table.column("changed_at", float,
+                               lambda host: epoch(host.changed_at))
+        inside = (changed >= epoch(since)) & (changed <= epoch(until))
+        generations = table.attribute("generation", np.int64)
+        count, total = int(inside.sum()), int(generations[inside].sum())
+        for node_id in moved:
+            row = self._position.get(node_id)
+            if row is not None and inside[row]:
+                count -= 1
+                total -= int(generations[row])
+        return count, total
+
+    def _claims_as_cached(self, rows: Iterable[queries.NodeRow]
+                          ) -> dict[int, tuple[queries.AllocationRow, ...]]:
+        """The cached claims of the ``rows`` whose one change since the
+        cache read them was a metrics report, by node id.
+
+        Every writer of a node bumps its generation by one, and only a
+        report moves ``metrics_updated_at`` (to the ``changed_at`` it
+        writes); claims and releases leave it. A row one generation on,
+        with a new report stamped at its change time, was therefore
+        changed by that report alone, and its claims are still those
+        cached: most changes are reports (one per node and monitor
+        interval), and a node's claims are most of what its refresh
+        reads.
+        """
+        kept = {}
+        for row in rows:
+            entry = self._entries.get(row.id)
+            if entry is None:
+                continue
+            cached = entry.state
+            reported = row.metrics_updated_at
+            if (row.generation == cached.generation + 1
+                    and reported is not None
+                    and reported == row.changed_at
+                    and reported != cached.metrics_updated_at):
+                kept[row.id] = entry.source[1]
+        return kept
+
+    def _is_stale(self, key: queries.KeyRow) -> bool:
+        entry = self._entries.get(key.id)
+        return (entry is None or entry.state.changed_at != key.changed_at
+                or entry.state.generation != key.generation)
+
+    def _build_entries(self, rows: Sequence[queries.NodeRow],
+                       allocations: Sequence[queries.AllocationRow],
+                       ratios: tuple[float, float, float], reuse: bool,
+                       pace: Callable[[], None] | None = None,
+                       kept_claims: Mapping[
+                           int, Sequence[queries.AllocationRow]] | None = None
+                       ) -> tuple[dict[int, Entry], int]:
+        by_node: dict[int, Sequence[queries.AllocationRow]] = {
+            **claims_by_node(allocations), **(kept_claims or {})}
+        entries = {}
+        decoded_rows = 0
+        for index, row in enumerate(rows):
+            slice_rows = queries.PACE_ROWS
+            if pace is not None and index % slice_rows == slice_rows - 1:
+                pace()
+            claims = by_node.get(row.id, ())
+            source = (row, tuple(claims), ratios)
+            old = self._entries.get(row.id) if reuse else None
+            if old is not None and old.source == source:
+                # Unchanged: the same object, so that the host table
+                # keeps its columns.
+                entries[row.id] = old
+                continue
+            decoded = self._reusable(old, row)
+            if decoded is None:
+                previous = self._entries.get(row.id)
+                decoded = decode.decode(row, previous and previous.decoded)
+                decoded_rows += 1
+            entries[row.id] = Entry(
+                build_state(row, claims, decoded, ratios), decoded, source)
+        return entries, decoded_rows
+
+    @staticmethod
+    def _reusable(entry: Entry | None,
+                  row: queries.NodeRow) -> decode.Decoded | None:
+        """The cached decoding of a row whose JSON columns did not
+        change, on a full load.
+
+        The text is compared, not the change key: a full load is the
+        safety net for a writer that changed a row without moving its
+        key.
+        """
+        if entry is None or entry.decoded.text != (row.metrics, row.cpu_info,
+                                                   row.networks):
+            return None
+        return entry.decoded
