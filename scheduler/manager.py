@@ -38,9 +38,6 @@ database so that concurrent schedulers never double-book a host.
 import contextlib
 import dataclasses
 import functools
-import importlib.resources
-import json
-import reprlib
 import threading
 import time
 import uuid
@@ -49,7 +46,6 @@ from collections.abc import Iterator
 from collections.abc import Sequence
 from typing import TypeVar
 
-import jsonschema
 from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
@@ -60,16 +56,17 @@ from scheduler import exception
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
 from scheduler import observability
-from scheduler import request_values
 from scheduler.balancer.planner import BalancePlanner
 from scheduler.db import api as db_api
 from scheduler.db import locks
-from scheduler.filters import json_filter
 from scheduler.live_policies import LivePolicies
 from scheduler.release_journal import ReleaseJournal
 from scheduler.release_journal import journal_directory
+from scheduler.request.schema import request_spec_schema  # noqa: F401
+from scheduler.request.validation import _checkers  # noqa: F401
+from scheduler.request.validation import check_instance_uuid
+from scheduler.request.validation import validate_request
 from scheduler.request_spec import RequestSpec
-from scheduler.request_values import field as _field
 
 LOG = logging.getLogger(__name__)
 
@@ -78,20 +75,6 @@ _T = TypeVar("_T")
 #: Seconds between the attempts of a request waiting for pending claims
 #: (``[scheduler] pending_retry_timeout``).
 PENDING_POLL_INTERVAL = 0.5
-
-# A query hint given as a decoded list is a tree the schema cannot bound
-# cheaply: more elements than this are refused before JsonFilter compiles
-# it.
-_MAX_QUERY_ELEMENTS = 10000
-_MAX_QUERY_STRING = 255
-
-_short_repr = reprlib.Repr()
-_short_repr.maxstring = 60
-_short_repr.maxother = 60
-_short_repr.maxlist = _short_repr.maxtuple = 5
-_short_repr.maxdict = 5
-_short_repr.maxlevel = 3
-
 
 class LockHoldTimeout(exception.NoValidHost):
     """A scheduling pass held the cluster lock past ``[scheduler]
@@ -110,412 +93,6 @@ class _Unplaceable(Exception):
         #: Pending claims existed in the request's cluster.
         self.pending = pending
         super().__init__(summary)
-
-
-# Validation
-#
-# jsonschema is the authority and writes the error messages, but walking a
-# full request spec with it costs about half a millisecond, a quarter of
-# the whole decision. The schema is therefore also compiled into plain
-# Python predicates (``_compile``) that answer "valid?" in a few
-# microseconds; only a request they do not accept goes through jsonschema,
-# which finds the error to report. A predicate may wrongly answer False
-# (that only costs time: jsonschema then accepts the request), never
-# wrongly True; tests/unit/test_manager.py fuzzes both against each
-# other. A schema using a keyword the compiler does not know disables the
-# fast path instead of being checked differently.
-
-_DRAFT = jsonschema.Draft202012Validator
-
-
-def _type_keyword(validator, types, instance, schema):
-    types = types if isinstance(types, list) else [types]
-    if not any(validator.is_type(instance, t) for t in types):
-        yield jsonschema.ValidationError(
-            f"{_short(instance)} is not of type "
-            f"{' or '.join(repr(t) for t in types)}")
-
-
-def _max_items_keyword(validator, maximum, instance, schema):
-    if validator.is_type(instance, "array") and len(instance) > maximum:
-        yield jsonschema.ValidationError(
-            f"{len(instance)} items, at most {maximum} allowed")
-
-
-def _min_items_keyword(validator, minimum, instance, schema):
-    if validator.is_type(instance, "array") and len(instance) < minimum:
-        yield jsonschema.ValidationError(
-            f"at least {minimum} item(s) required")
-
-
-def _has_duplicates(items: list) -> bool:
-    if all(isinstance(item, str) for item in items):
-        return len(set(items)) != len(items)
-    return any(_json_equal(one, other) for index, one in enumerate(items)
-               for other in items[index + 1:])
-
-
-def _unique_items_keyword(validator, unique, instance, schema):
-    if (unique and validator.is_type(instance, "array")
-            and _has_duplicates(instance)):
-        yield jsonschema.ValidationError("has duplicate items")
-
-
-def _max_properties_keyword(validator, maximum, instance, schema):
-    if validator.is_type(instance, "object") and len(instance) > maximum:
-        yield jsonschema.ValidationError(
-            f"{len(instance)} keys, at most {maximum} allowed")
-
-
-def _max_length_keyword(validator, maximum, instance, schema):
-    if validator.is_type(instance, "string") and len(instance) > maximum:
-        yield jsonschema.ValidationError(
-            f"{_short(instance)} is too long ({len(instance)} "
-            f"characters, at most {maximum})")
-
-
-def _json_equal(one: object, other: object) -> bool:
-    # JSON equality: true is not 1, 1 is 1.0.
-    if isinstance(one, bool) or isinstance(other, bool):
-        return type(one) is type(other) and one == other
-    if _is_number(one) and _is_number(other):
-        return one == other
-    return type(one) is type(other) and one == other
-
-
-def _enum_keyword(validator, values, instance, schema):
-    if not any(_json_equal(instance, value) for value in values):
-        yield jsonschema.ValidationError(
-            f"{_short(instance)} is not one of "
-            f"{', '.join(repr(v) for v in values)}")
-
-
-def _format_keyword(validator, name, instance, schema):
-    if validator.format_checker is None:
-        return
-    if not validator.format_checker.conforms(instance, name):
-        yield jsonschema.ValidationError(
-            f"{_short(instance)} is not a {name!r}")
-
-
-# The standard validator with messages that quote a value only
-# abbreviated: the stock ones repeat the whole offending value, a megabyte
-# of it for a huge list.
-_Validator = jsonschema.validators.extend(_DRAFT, validators={
-    "type": _type_keyword,
-    "maxItems": _max_items_keyword,
-    "minItems": _min_items_keyword,
-    "uniqueItems": _unique_items_keyword,
-    "maxProperties": _max_properties_keyword,
-    "maxLength": _max_length_keyword,
-    "enum": _enum_keyword,
-    "format": _format_keyword,
-})
-
-Predicate = Callable[[object], bool]
-
-_ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "$comment", "title",
-                          "description"})
-_STRING_KEYWORDS = frozenset({"maxLength", "minLength", "format"})
-_ARRAY_KEYWORDS = frozenset({"maxItems", "minItems", "uniqueItems",
-                             "items"})
-_OBJECT_KEYWORDS = frozenset({"maxProperties", "required", "properties",
-                              "additionalProperties", "propertyNames"})
-_NUMBER_KEYWORDS = frozenset({"minimum", "maximum"})
-_KNOWN_KEYWORDS = (_ANNOTATIONS | _STRING_KEYWORDS | _ARRAY_KEYWORDS
-                   | _OBJECT_KEYWORDS | _NUMBER_KEYWORDS
-                   | {"type", "enum", "$ref"})
-
-
-class _Unsupported(Exception):
-    pass
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-_TYPES: dict[str, Predicate] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    # JSON Schema: 2.0 is an integer; a bool is never a number.
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)
-                          or isinstance(v, float) and v.is_integer()),
-    "number": _is_number,
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-def _compile(schema: object, root: dict) -> Predicate:
-    """A predicate true only for instances ``schema`` accepts; raises
-    _Unsupported for keywords it does not implement."""
-    if schema is True:
-        return lambda _value: True
-    if not isinstance(schema, dict) or set(schema) - _KNOWN_KEYWORDS:
-        raise _Unsupported(schema)
-    if "$ref" in schema:
-        prefix = "#/$defs/"
-        ref = schema["$ref"]
-        if set(schema) - _ANNOTATIONS != {"$ref"} or not isinstance(
-                ref, str) or not ref.startswith(prefix):
-            raise _Unsupported(ref)
-        return _compile(root["$defs"][ref[len(prefix):]], root)
-    types = schema.get("type")
-    if types is not None:
-        names = types if isinstance(types, list) else [types]
-        type_checks = tuple(_TYPES[name] for name in names)
-    else:
-        type_checks = ()
-    enum = schema.get("enum")
-    if enum is not None and not all(v is None or isinstance(v, str)
-                                    for v in enum):
-        raise _Unsupported(enum)
-    string = _compile_string(schema)
-    array = _compile_array(schema, root)
-    obj = _compile_object(schema, root)
-    number = _compile_number(schema)
-
-    def check(value: object) -> bool:
-        if type_checks and not any(t(value) for t in type_checks):
-            return False
-        if enum is not None and not (
-                (value is None or isinstance(value, str))
-                and value in enum):
-            return False
-        if isinstance(value, str):
-            return string(value)
-        if isinstance(value, list):
-            return array(value)
-        if isinstance(value, dict):
-            return obj(value)
-        if _is_number(value):
-            return number(value)
-        return True
-
-    return check
-
-
-def _compile_string(schema: dict) -> Predicate:
-    longest = schema.get("maxLength")
-    shortest = schema.get("minLength", 0)
-    fmt = schema.get("format")
-    if fmt is not None and fmt != "uuid":
-        raise _Unsupported(fmt)
-    conforms = _DRAFT.FORMAT_CHECKER.conforms
-
-    def check(value: str) -> bool:
-        if longest is not None and len(value) > longest:
-            return False
-        if len(value) < shortest:
-            return False
-        return fmt is None or conforms(value, fmt)
-
-    return check
-
-
-def _compile_array(schema: dict, root: dict) -> Predicate:
-    longest = schema.get("maxItems")
-    shortest = schema.get("minItems", 0)
-    unique = schema.get("uniqueItems", False)
-    items = (_compile(schema["items"], root) if "items" in schema
-             else None)
-
-    def check(value: list) -> bool:
-        # Bounds first: a huge list is refused before its items are seen.
-        if longest is not None and len(value) > longest:
-            return False
-        if len(value) < shortest:
-            return False
-        if items is not None and not all(items(v) for v in value):
-            return False
-        if unique:
-            try:
-                # 1 and True collide in a set but not in JSON Schema: such
-                # a "duplicate" only sends the request to jsonschema.
-                return len(set(value)) == len(value)
-            except TypeError:
-                return False
-        return True
-
-    return check
-
-
-def _compile_object(schema: dict, root: dict) -> Predicate:
-    most = schema.get("maxProperties")
-    required = tuple(schema.get("required", ()))
-    properties = {name: _compile(sub, root)
-                  for name, sub in schema.get("properties", {}).items()}
-    additional = schema.get("additionalProperties", True)
-    extra = None if additional is False else _compile(additional, root)
-    names = (_compile(schema["propertyNames"], root)
-             if "propertyNames" in schema else None)
-
-    def check(value: dict) -> bool:
-        if most is not None and len(value) > most:
-            return False
-        if not all(name in value for name in required):
-            return False
-        for name, item in value.items():
-            if names is not None and not (isinstance(name, str)
-                                          and names(name)):
-                return False
-            sub = properties.get(name) if isinstance(name, str) else None
-            if sub is None:
-                sub = extra
-            if sub is None or not sub(item):
-                return False
-        return True
-
-    return check
-
-
-def _compile_number(schema: dict) -> Predicate:
-    low = schema.get("minimum")
-    high = schema.get("maximum")
-
-    def check(value: float) -> bool:
-        return ((low is None or value >= low)
-                and (high is None or value <= high))
-
-    return check
-
-
-@functools.cache
-def request_spec_schema() -> dict:
-    """The published JSON schema of ``request_spec`` (package data);
-    ``$defs/instance_uuids`` is the schema of ``instance_uuids``."""
-    text = importlib.resources.files("scheduler").joinpath(
-        "schemas", "request_spec.json").read_text(encoding="utf-8")
-    schema = json.loads(text)
-    _DRAFT.check_schema(schema)
-    return schema
-
-
-@dataclasses.dataclass(frozen=True)
-class _Checker:
-    """jsonschema's validator of one schema and its compiled predicate
-    (None when the schema is beyond the compiler)."""
-
-    validator: jsonschema.protocols.Validator
-    fast: Predicate | None
-    root: str
-
-    def check(self, instance: object) -> None:
-        if self.fast is not None and self.fast(instance):
-            return
-        # The first error only, lazily: the schema orders each value's
-        # bounds before its contents, so a huge list is refused without
-        # looking at each item.
-        error = next(iter(self.validator.iter_errors(instance)), None)
-        if error is not None:
-            raise exception.InvalidRequest(_describe(error, self.root))
-
-
-def _checker(schema: dict, root: dict, name: str) -> _Checker:
-    try:
-        fast = _compile(schema, root)
-    except _Unsupported as e:
-        LOG.warning("The %s schema uses %s, which the fast validity check "
-                    "does not know; every request is validated by "
-                    "jsonschema alone", name, _short(e.args[0]))
-        fast = None
-    validator = _Validator(schema, format_checker=_DRAFT.FORMAT_CHECKER)
-    return _Checker(validator, fast, name)
-
-
-@functools.cache
-def _checkers() -> tuple[_Checker, _Checker]:
-    schema = request_spec_schema()
-    uuids = {**schema["$defs"]["instance_uuids"], "$defs": schema["$defs"]}
-    return (_checker(schema, schema, "request_spec"),
-            _checker(uuids, schema, "instance_uuids"))
-
-
-def _short(value: object) -> str:
-    return _short_repr.repr(value)
-
-
-def _describe(error: jsonschema.ValidationError, root: str) -> str:
-    """``<field path>: <problem>``; the problem of a key (propertyNames)
-    says so."""
-    path = list(error.absolute_path)
-    kind, value, instance = (error.validator, error.validator_value,
-                             error.instance)
-    if kind == "required":
-        missing = [name for name in value if name not in instance]
-        return f"{_field(root, path + missing[:1])}: required but missing"
-    if kind == "additionalProperties" and value is False:
-        known = sorted(error.schema.get("properties", {}))
-        extra = sorted(str(k) for k in instance if k not in known)
-        return (f"{_field(root, path + extra[:1])}: unknown key (expected "
-                f"one of {', '.join(known)})")
-    message = error.message
-    if len(message) > 200:
-        message = message[:197] + "..."
-    if "propertyNames" in error.relative_schema_path:
-        message = f"key {message}"
-    return f"{_field(root, path)}: {message}"
-
-
-def _check_query(query: object) -> None:
-    # Iterative: a deeply nested list must not exhaust the stack here.
-    if not isinstance(query, list):
-        return
-    field = "request_spec.scheduler_hints.query"
-    stack = [(query, 1)]
-    count = 0
-    while stack:
-        node, depth = stack.pop()
-        count += 1
-        if count > _MAX_QUERY_ELEMENTS:
-            raise exception.InvalidRequest(
-                f"{field}: more than {_MAX_QUERY_ELEMENTS} elements")
-        if isinstance(node, list):
-            if depth > json_filter.MAX_DEPTH:
-                raise exception.InvalidRequest(
-                    f"{field}: nested deeper than {json_filter.MAX_DEPTH}")
-            stack.extend((child, depth + 1) for child in node)
-        elif isinstance(node, dict):
-            raise exception.InvalidRequest(
-                f"{field}: {_short(node)} is an object; a query holds "
-                "lists, strings, numbers, booleans and null")
-        elif isinstance(node, str) and len(node) > _MAX_QUERY_STRING:
-            raise exception.InvalidRequest(
-                f"{field}: {_short(node)} is too long ({len(node)} "
-                f"characters, at most {_MAX_QUERY_STRING})")
-
-
-def validate_request(request_spec: object,
-                     instance_uuids: object = None) -> tuple[dict, list]:
-    """Check the wire format of a request (DESIGN §5).
-
-    Returns ``(request_spec, instance_uuids)``: a copy of the spec with
-    ``num_instances`` filled in (from ``instance_uuids`` when the spec
-    omits it, else 1) and ``instance_uuids`` as a list (empty when not
-    given). Raises InvalidRequest naming the first offending field. The
-    extra specs are checked afterwards, by ``RequestSpec.from_dict`` and
-    the filters.
-    """
-    spec_checker, uuids_checker = _checkers()
-    spec_checker.check(request_spec)
-    _check_query((request_spec.get("scheduler_hints") or {}).get("query"))
-    request_values.check(request_spec, "request_spec")
-    spec = dict(request_spec)
-    if instance_uuids is None:
-        spec.setdefault("num_instances", 1)
-        return spec, []
-    if isinstance(instance_uuids, tuple):
-        instance_uuids = list(instance_uuids)
-    uuids_checker.check(instance_uuids)
-    request_values.check(instance_uuids, "instance_uuids")
-    wanted = spec.setdefault("num_instances", len(instance_uuids))
-    if wanted != len(instance_uuids):
-        raise exception.InvalidRequest(
-            f"instance_uuids: {len(instance_uuids)} uuid(s) for "
-            f"request_spec.num_instances = {wanted}")
-    return spec, list(instance_uuids)
 
 
 # Counters
@@ -1046,12 +623,6 @@ class SchedulerManager:
 
     def release(self, instance_uuid: str) -> bool:
         """Free the instance's claim; False when it held none."""
-        if not isinstance(instance_uuid, str):
-            raise exception.InvalidRequest(
-                f"instance_uuid: {_short(instance_uuid)} is not of type "
-                "'string'")
-        if not _DRAFT.FORMAT_CHECKER.conforms(instance_uuid, "uuid"):
-            raise exception.InvalidRequest(
-                f"instance_uuid: {_short(instance_uuid)} is not a 'uuid'")
+        check_instance_uuid(instance_uuid)
         with self._database_errors("release"):
             return self.claims.release(instance_uuid)
