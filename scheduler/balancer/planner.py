@@ -45,6 +45,9 @@ from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import models
 from scheduler.migration import policies as migration_policies
+from scheduler.placement.placer import Placer
+from scheduler.release_journal import ReleaseJournal
+from scheduler.release_journal import journal_directory
 from scheduler.request_spec import Flavor
 from scheduler.request_spec import RequestSpec
 
@@ -69,6 +72,8 @@ class BalancePlanner:
     ``max_incoming``/``max_outgoing`` to ``[migration]
     max_incoming_per_host``/``max_outgoing_per_host``. ``clock`` gives
     the naive UTC time metrics are aged against (tests simulate time).
+    ``placer`` claims the destinations; by default one of its own, over
+    ``host_manager``.
     """
 
     def __init__(self, conf: cfg.ConfigOpts,
@@ -77,7 +82,8 @@ class BalancePlanner:
                  on_planned: Callable[[dict], None] | None = None,
                  max_incoming: int | None = None,
                  max_outgoing: int | None = None,
-                 clock: Callable[[], datetime.datetime] = models.utcnow):
+                 clock: Callable[[], datetime.datetime] = models.utcnow,
+                 placer: Placer | None = None):
         self.conf = conf
         self.host_manager = host_manager or hm.HostManager(conf)
         self.policies = policies or cluster_policy.load_policies(conf)
@@ -86,7 +92,16 @@ class BalancePlanner:
         self.max_incoming = max_incoming or limits.max_incoming_per_host
         self.max_outgoing = max_outgoing or limits.max_outgoing_per_host
         self.clock = clock
-        self.claims = claims_mod.Claims(conf)
+        if placer is None:
+            store = claims_mod.Claims(conf)
+            placer = Placer(store, claims_mod.DeferredReleases(
+                store, journal=ReleaseJournal(journal_directory(conf))),
+                self.host_manager)
+        #: Claims the destinations (the manager's own placer in a
+        #: service, so that both keep one host cache and one set of
+        #: deferred releases).
+        self.placer = placer
+        self.claims = placer.claims
         self.migrations = migrations_mod.MigrationStore(conf)
         self.samples = history_mod.SampleStore(conf)
         self._schedulers: dict[str, filter_scheduler.FilterScheduler] = {}
@@ -289,51 +304,68 @@ class BalancePlanner:
             LOG.debug("No destination for %s off %s: %s", instance.uuid,
                       source.host, e)
             return None
-        now = models.utcnow()
-        for destination in decision.selected:
-            claim = None
-            if not dry_run:
-                try:
-                    claim = self.claims.claim(
-                        destination.node_id, migration_uuid,
-                        claims_mod.Usage(instance.vcpus, instance.memory_mb,
-                                         instance.disk_gb),
-                        group=instance.group)
-                except claims_mod.ClaimConflict as e:
-                    LOG.debug("Migration of %s: %s", instance.uuid, e)
-                    continue
-            migration = PlannedMigration(
-                uuid=migration_uuid, instance_uuid=instance.uuid,
-                source_node_id=source.node_id, source_host=source.host,
-                dest_node_id=destination.node_id,
-                dest_host=destination.host, cluster=cluster,
-                cluster_policy=policy.name,
-                migration_policy=migration_policy.id,
-                allocation_id=claim.allocation_id if claim else None,
-                state=migrations_mod.PLANNED, created_at=now,
-                updated_at=now, vcpus=instance.vcpus,
-                bandwidth_mbps=migration_policies.bandwidth_per_migration(
-                    self.conf, migration_policy,
-                    setting=self.policies.bandwidths.get(cluster)),
-                load_vcpus=round(instance.load, 3),
-                load_percent=(100.0 if instance.cpu_percent is None
-                              else instance.cpu_percent),
-                load_source=instance.load_source)
+        usage = claims_mod.Usage(instance.vcpus, instance.memory_mb,
+                                 instance.disk_gb)
+        made: list[claims_mod.Claim] = []
+        try:
+            if dry_run:
+                destination, claim = decision.selected[0], None
+            else:
+                found = self.placer.claim_first(
+                    decision.selected, migration_uuid, usage,
+                    instance.group, made)
+                if found is None:
+                    LOG.debug("Migration of %s: every candidate was full",
+                              instance.uuid)
+                    return None
+                index, claim = found
+                destination = decision.selected[index]
+            migration = self._migration(
+                migration_uuid, proposal, destination, claim, cluster,
+                policy, migration_policy)
             if claim is not None:
-                try:
-                    self.migrations.add(migration)
-                except BaseException:
-                    self.claims.release_allocation(claim.allocation_id)
-                    raise
-            LOG.log(logging.DEBUG if dry_run else logging.INFO,
-                    "%s migration %s of instance %s from %s to %s (cluster "
-                    "%s, policy %s, migration policy %s)",
-                    "Dry run: would plan" if dry_run else "Planned",
-                    migration_uuid, instance.uuid, source.host,
-                    destination.host, cluster, policy.name,
-                    migration_policy.id)
-            return migration
-        return None
+                self.migrations.add(migration)
+        except BaseException:
+            # Nothing half-claimed: the claim (also one whose commit was
+            # lost with the connection) is released, in the background
+            # if the database is away.
+            self.placer.roll_back(made)
+            raise
+        LOG.log(logging.DEBUG if dry_run else logging.INFO,
+                "%s migration %s of instance %s from %s to %s (cluster "
+                "%s, policy %s, migration policy %s)",
+                "Dry run: would plan" if dry_run else "Planned",
+                migration_uuid, instance.uuid, source.host,
+                destination.host, cluster, policy.name,
+                migration_policy.id)
+        return migration
+
+    def _migration(self, migration_uuid: str, proposal: base.Proposal,
+                   destination: hm.HostState,
+                   claim: claims_mod.Claim | None, cluster: str | None,
+                   policy: cluster_policy.ClusterPolicy,
+                   migration_policy: migration_policies.MigrationPolicy
+                   ) -> PlannedMigration:
+        """The planned migration of the proposal to ``destination``."""
+        instance, source = proposal.instance, proposal.source.state
+        now = models.utcnow()
+        return PlannedMigration(
+            uuid=migration_uuid, instance_uuid=instance.uuid,
+            source_node_id=source.node_id, source_host=source.host,
+            dest_node_id=destination.node_id,
+            dest_host=destination.host, cluster=cluster,
+            cluster_policy=policy.name,
+            migration_policy=migration_policy.id,
+            allocation_id=claim.allocation_id if claim else None,
+            state=migrations_mod.PLANNED, created_at=now,
+            updated_at=now, vcpus=instance.vcpus,
+            bandwidth_mbps=migration_policies.bandwidth_per_migration(
+                self.conf, migration_policy,
+                setting=self.policies.bandwidths.get(cluster)),
+            load_vcpus=round(instance.load, 3),
+            load_percent=(100.0 if instance.cpu_percent is None
+                          else instance.cpu_percent),
+            load_source=instance.load_source)
 
     def use_policies(self, policies: cluster_policy.PolicySet) -> None:
         """Plan the next ticks with ``policies`` (changed through the
