@@ -40,7 +40,6 @@ import uuid
 
 from oslo_config import cfg
 
-from scheduler import claims
 from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import filter_scheduler
@@ -56,8 +55,6 @@ from scheduler.placement.pending import PENDING_POLL_INTERVAL
 from scheduler.placement.pending import retry_while_pending
 from scheduler.placement.placer import Placer
 from scheduler.placement.rounds import RequestPlacement
-from scheduler.release_journal import ReleaseJournal
-from scheduler.release_journal import journal_directory
 from scheduler.request.schema import request_spec_schema
 from scheduler.request.validation import _checkers
 from scheduler.request.validation import check_instance_uuid
@@ -96,12 +93,10 @@ class SchedulerManager:
         # The policies in use and their schedulers, swapped as one by
         # _use_policies so that a request never sees one without the other.
         self._active = (self.policies, schedulers)
-        self.claims = claims.Claims(conf)
-        self.deferred_releases = claims.DeferredReleases(
-            self.claims, journal=ReleaseJournal(journal_directory(conf)))
         #: Claims the hosts of requests and of planned migrations.
-        self.placer = Placer(self.claims, self.deferred_releases,
-                             self.host_manager)
+        self.placer = Placer.for_conf(conf, self.host_manager)
+        self.claims = self.placer.claims
+        self.deferred_releases = self.placer.deferred_releases
         #: Plans balancing migrations (``balance()``, the periodic task).
         self.planner = BalancePlanner(conf, self.host_manager,
                                       self.policies, placer=self.placer)

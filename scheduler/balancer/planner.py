@@ -46,8 +46,6 @@ from scheduler.db import locks
 from scheduler.db import models
 from scheduler.migration import policies as migration_policies
 from scheduler.placement.placer import Placer
-from scheduler.release_journal import ReleaseJournal
-from scheduler.release_journal import journal_directory
 from scheduler.request_spec import Flavor
 from scheduler.request_spec import RequestSpec
 
@@ -63,6 +61,21 @@ _MAX_PROPOSALS = 10
 _ALLOCATIONS = models.Allocation.__table__
 # Node ids per IN list, far below any backend's bound-parameter limit.
 _IN_CHUNK = 500
+
+
+def _migration_spec(instance: base.Instance, cluster: str | None,
+                    migration_uuid: str) -> RequestSpec:
+    """The request the destination of a migration is scheduled with: the
+    instance's size and group, the migration's uuid as the consumer."""
+    return RequestSpec(
+        flavor=Flavor(name=f"migration of {instance.uuid}",
+                      vcpus=instance.vcpus,
+                      memory_mb=instance.memory_mb,
+                      root_gb=instance.disk_gb),
+        cluster=cluster,
+        scheduler_hints=({"group": instance.group} if instance.group
+                         else {}),
+        instance_uuids=[migration_uuid])
 
 
 class BalancePlanner:
@@ -92,16 +105,11 @@ class BalancePlanner:
         self.max_incoming = max_incoming or limits.max_incoming_per_host
         self.max_outgoing = max_outgoing or limits.max_outgoing_per_host
         self.clock = clock
-        if placer is None:
-            store = claims_mod.Claims(conf)
-            placer = Placer(store, claims_mod.DeferredReleases(
-                store, journal=ReleaseJournal(journal_directory(conf))),
-                self.host_manager)
         #: Claims the destinations (the manager's own placer in a
         #: service, so that both keep one host cache and one set of
         #: deferred releases).
-        self.placer = placer
-        self.claims = placer.claims
+        self.placer = placer or Placer.for_conf(conf, self.host_manager)
+        self.claims = self.placer.claims
         self.migrations = migrations_mod.MigrationStore(conf)
         self.samples = history_mod.SampleStore(conf)
         self._schedulers: dict[str, filter_scheduler.FilterScheduler] = {}
@@ -130,14 +138,7 @@ class BalancePlanner:
         reported. A balancer or database error in one cluster
         is logged on one line and the other clusters are balanced.
         """
-        movement = migration_policies.read_migration_policies(self.conf)
-        if self.policies.migration_policies:
-            # Set through the REST API: wins over the config file's.
-            movement = dataclasses.replace(movement, cluster_policies={
-                **movement.cluster_policies,
-                **self.policies.migration_policies})
-        if migration_policy is not None:
-            movement.policy_for(None, migration_policy)
+        movement = self._migration_policies(migration_policy)
         hosts = self.host_manager.host_states()
         history = self.samples.record(hosts, self._longest_window())
         by_cluster: dict[str | None, list[hm.HostState]] = {}
@@ -169,6 +170,20 @@ class BalancePlanner:
             if self.on_planned is not None:
                 self.on_planned(migration.as_dict())
         return planned
+
+    def _migration_policies(self, migration_policy: str | None
+                            ) -> migration_policies.MigrationPolicies:
+        """The migration policies of this tick (read again each time);
+        InvalidRequest if ``migration_policy`` names none of them."""
+        movement = migration_policies.read_migration_policies(self.conf)
+        if self.policies.migration_policies:
+            # Set through the REST API: wins over the config file's.
+            movement = dataclasses.replace(movement, cluster_policies={
+                **movement.cluster_policies,
+                **self.policies.migration_policies})
+        if migration_policy is not None:
+            movement.policy_for(None, migration_policy)
+        return movement
 
     def _longest_window(self) -> int:
         return max((policy.balancer_parameters.get(base.DURATION, 0)
@@ -285,15 +300,7 @@ class BalancePlanner:
         it."""
         instance = proposal.instance
         migration_uuid = str(uuid.uuid4())
-        spec = RequestSpec(
-            flavor=Flavor(name=f"migration of {instance.uuid}",
-                          vcpus=instance.vcpus,
-                          memory_mb=instance.memory_mb,
-                          root_gb=instance.disk_gb),
-            cluster=cluster,
-            scheduler_hints=({"group": instance.group} if instance.group
-                             else {}),
-            instance_uuids=[migration_uuid])
+        spec = _migration_spec(instance, cluster, migration_uuid)
         source = proposal.source.state
         candidates = [load.state for load in proposal.destinations
                       if load.node_id != source.node_id]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 
+from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
@@ -28,6 +29,8 @@ from scheduler import claims
 from scheduler import host_manager as hm
 from scheduler.counters import ManagerStats
 from scheduler.db import api as db_api
+from scheduler.release_journal import ReleaseJournal
+from scheduler.release_journal import journal_directory
 
 LOG = logging.getLogger(__name__)
 
@@ -48,6 +51,16 @@ class Placer:
         self.claims = store
         self.deferred_releases = deferred_releases
         self.host_manager = host_manager
+
+    @classmethod
+    def for_conf(cls, conf: cfg.ConfigOpts,
+                 host_manager: hm.HostManager) -> "Placer":
+        """A placer over the database of ``conf``, whose releases that
+        fail are also kept on disk until done (``ReleaseJournal``)."""
+        store = claims.Claims(conf)
+        return cls(store, claims.DeferredReleases(
+            store, journal=ReleaseJournal(journal_directory(conf))),
+            host_manager)
 
     def claim_first(self, candidates: Sequence[hm.HostState],
                     consumer: str, usage: claims.Usage, group: str | None,
