@@ -24,10 +24,15 @@ of what a JSON decoder returns, as every request off the wire is; any
 other goes to jsonschema. jsonschema's ``uuid`` format is laxer than
 jsonschema-rs's (``int(text, 16)`` accepts ``_`` and a sign); such a
 value is only refused by the fast check, then accepted by jsonschema.
+
+The walk that tells a decoded-JSON request (``_scan``) also tells whether
+``request_values`` would refuse one of its strings or numbers; only then
+does its own walk, which keeps every value's path to name it, run.
 """
 
 import dataclasses
 import functools
+import math
 
 import jsonschema
 import jsonschema_rs
@@ -50,27 +55,43 @@ _MAX_QUERY_ELEMENTS = 10000
 _MAX_QUERY_STRING = 255
 _QUERY_FIELD = "request_spec.scheduler_hints.query"
 
-# Exactly these types (not subclasses): what json.loads returns.
-_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+# Exactly these types (not subclasses) are what json.loads returns.
+_JSON_EXACT = frozenset({int, bool, type(None)})
 
 
-def _decoded_json(value: object) -> bool:
-    """True when ``value`` holds only dicts with str keys, lists, str,
-    int, float, bool and None: values that jsonschema-rs and jsonschema
-    read alike."""
+def _text_refused(text: str) -> bool:
+    # request_values.text_problem, its common case (ASCII without NUL)
+    # decided without a call.
+    return "\0" in text or (not text.isascii()
+                            and request_values.text_problem(text) is not None)
+
+
+def _scan(value: object) -> tuple[bool, bool]:
+    """One walk over ``value``: whether it holds only dicts with str keys,
+    lists, str, int, float, bool and None (values that jsonschema-rs and
+    jsonschema read alike), and, when it does, whether
+    ``request_values.check`` accepts it (without the path bookkeeping
+    that check needs only to name a refused value)."""
     stack = [value]
+    clean = True
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind is dict:
-            if not all(type(key) is str for key in node):
-                return False
+        if kind is str:
+            clean = clean and not _text_refused(node)
+        elif kind is dict:
+            for key in node:
+                if type(key) is not str:
+                    return False, False
+                clean = clean and not _text_refused(key)
             stack.extend(node.values())
         elif kind is list:
             stack.extend(node)
-        elif kind not in _JSON_SCALARS:
-            return False
-    return True
+        elif kind is float:
+            clean = clean and math.isfinite(node)
+        elif kind not in _JSON_EXACT:
+            return False, False
+    return True, clean
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,18 +103,23 @@ class _Checker:
     compiled: jsonschema_rs.Validator
     root: str
 
-    def fast(self, instance: object) -> bool:
-        """True only when the schema accepts ``instance``."""
-        if not _decoded_json(instance):
+    def fast(self, instance: object, decoded_json: bool | None = None
+             ) -> bool:
+        """True only when the schema accepts ``instance``;
+        ``decoded_json`` is ``_scan(instance)[0]`` when known."""
+        if decoded_json is None:
+            decoded_json = _scan(instance)[0]
+        if not decoded_json:
             return False
         try:
             return self.compiled.is_valid(instance)
         except ValueError:  # a value it cannot convert: ask jsonschema
             return False
 
-    def check(self, instance: object) -> None:
+    def check(self, instance: object,
+              decoded_json: bool | None = None) -> None:
         """InvalidRequest naming the first error of ``instance``."""
-        if self.fast(instance):
+        if self.fast(instance, decoded_json):
             return
         # The first error only, lazily: the schema orders each value's
         # bounds before its contents, so a huge list is refused without
@@ -159,17 +185,21 @@ def validate_request(request_spec: object,
     the filters.
     """
     spec_checker, uuids_checker = _checkers()
-    spec_checker.check(request_spec)
+    decoded_json, clean = _scan(request_spec)
+    spec_checker.check(request_spec, decoded_json)
     _check_query((request_spec.get("scheduler_hints") or {}).get("query"))
-    request_values.check(request_spec, "request_spec")
+    if not (decoded_json and clean):  # the walk that names the value
+        request_values.check(request_spec, "request_spec")
     spec = dict(request_spec)
     if instance_uuids is None:
         spec.setdefault("num_instances", 1)
         return spec, []
     if isinstance(instance_uuids, tuple):
         instance_uuids = list(instance_uuids)
-    uuids_checker.check(instance_uuids)
-    request_values.check(instance_uuids, "instance_uuids")
+    decoded_json, clean = _scan(instance_uuids)
+    uuids_checker.check(instance_uuids, decoded_json)
+    if not (decoded_json and clean):
+        request_values.check(instance_uuids, "instance_uuids")
     wanted = spec.setdefault("num_instances", len(instance_uuids))
     if wanted != len(instance_uuids):
         raise exception.InvalidRequest(

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import strategies as st
 
 from scheduler import exception
+from scheduler import request_values
 from scheduler.filters import json_filter
 from scheduler.request import schema as schema_mod
 from scheduler.request import validation
@@ -126,3 +127,29 @@ def test_release_argument_is_checked():
     with pytest.raises(exception.InvalidRequest,
                        match="instance_uuid: 3 is not of type 'string'"):
         validation.check_instance_uuid(3)
+
+
+_any_text = st.text(st.characters(codec=None, exclude_categories=()),
+                    max_size=4) | st.sampled_from(["a\0b", "x\ud800y", "é"])
+_leaves = (st.none() | st.booleans() | st.integers() | st.floats()
+           | _any_text | st.sampled_from([(), ("a",), Policy.AFFINITY,
+                                          decimal.Decimal(1)]))
+_trees = st.recursive(_leaves, lambda children: st.lists(
+    children, max_size=3) | st.dictionaries(
+        _any_text | st.integers(), children, max_size=3), max_leaves=10)
+
+
+@hypothesis.settings(max_examples=500, deadline=None)
+@hypothesis.given(_trees)
+def test_scan_agrees_with_request_values(value):
+    """Where the one walk of a request says it is decoded JSON, it also
+    says what request_values.check would (which then need not walk)."""
+    decoded_json, clean = validation._scan(value)
+    if not decoded_json:
+        return
+    try:
+        request_values.check(value, "request_spec")
+    except exception.InvalidRequest:
+        assert not clean
+    else:
+        assert clean
