@@ -33,6 +33,12 @@ database so that concurrent schedulers never double-book a host.
    ``claims.DeferredReleases``); with ``[scheduler]
    pending_retry_timeout`` and pending claims in the cluster, the whole
    request is first retried until the timeout.
+
+This module is the façade: step 1 is ``scheduler.request.validation``,
+step 2 ``scheduler.placement.lock``, steps 3-5
+``scheduler.placement.rounds`` over the ``Placer`` (which the balance
+planner claims through too) and the retry ``scheduler.placement.pending``;
+the counters are ``scheduler.counters.ManagerStats``.
 """
 
 import functools
@@ -169,29 +175,36 @@ class SchedulerManager:
         report.policy = None if policy is None else policy.label
         self._scheduler(first_spec).validate(first_spec)
         self.stats.add(requests=1)
-        cluster = spec_dict.get("cluster")
 
         def attempt(number: int) -> list[list[dict]]:
             # A retry after a wait for pending claims decides on a fresh
             # spec (select() records group members in it).
             spec = first_spec if number == 1 else self._spec(spec_dict,
                                                              uuids)
-
-            def run(hold_deadline: float | None) -> list[list[dict]]:
-                placement = RequestPlacement(
-                    self.placer, self.host_manager, self._scheduler,
-                    self._spec, self.stats,
-                    self.conf.scheduler.max_claim_rounds, spec_dict, uuids,
-                    anonymous, report, functools.partial(
-                        lock.check_hold, self.conf, hold_deadline, cluster))
-                return placement.place(spec, return_alternates)
-
-            with database_errors("select_destinations"):
-                return lock.serialised(self.conf, cluster, run)
+            return self._place(spec_dict, spec, uuids, anonymous,
+                               return_alternates, report)
 
         return retry_while_pending(
             self.conf, self.stats, attempt,
             first_spec.flavor.name or "request", first_spec.cluster)
+
+    def _place(self, spec_dict: dict, spec: RequestSpec, uuids: list[str],
+               anonymous: bool, return_alternates: bool,
+               report: observability.DecisionReport) -> list[list[dict]]:
+        """One attempt at placing the request, under the cluster lock in
+        that mode (``RequestPlacement.place``)."""
+        cluster = spec_dict.get("cluster")
+
+        def run(hold_deadline: float | None) -> list[list[dict]]:
+            placement = RequestPlacement(
+                self.placer, self.host_manager, self._scheduler, self._spec,
+                self.stats, self.conf.scheduler.max_claim_rounds,
+                spec_dict, uuids, anonymous, report, functools.partial(
+                    lock.check_hold, self.conf, hold_deadline, cluster))
+            return placement.place(spec, return_alternates)
+
+        with database_errors("select_destinations"):
+            return lock.serialised(self.conf, cluster, run)
 
     def _spec(self, spec_dict: dict,
               uuids: list[str] | None = None) -> RequestSpec:
