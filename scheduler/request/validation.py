@@ -20,10 +20,11 @@ jsonschema-rs reads Python values as JSON, more leniently than
 jsonschema: a tuple is an array to it, an ``enum.Enum`` member its value,
 a ``Decimal`` a number, where jsonschema (and so the published contract)
 refuses all three. A request reaches the fast check only when it is made
-of what a JSON decoder returns, as every request off the wire is; any
-other goes to jsonschema. jsonschema's ``uuid`` format is laxer than
-jsonschema-rs's (``int(text, 16)`` accepts ``_`` and a sign); such a
-value is only refused by the fast check, then accepted by jsonschema.
+of what a JSON decoder returns, as every request off the wire is, and is
+no larger than a valid request can be; any other goes to jsonschema.
+jsonschema's ``uuid`` format is laxer than jsonschema-rs's (``int(text,
+16)`` accepts ``_`` and a sign); such a value is only refused by the fast
+check, then accepted by jsonschema.
 
 The walk that tells a decoded-JSON request (``_scan``) also tells whether
 ``request_values`` would refuse one of its strings or numbers; only then
@@ -57,6 +58,13 @@ _QUERY_FIELD = "request_spec.scheduler_hints.query"
 
 # Exactly these types (not subclasses) are what json.loads returns.
 _JSON_EXACT = frozenset({int, bool, type(None)})
+# The largest request the schema admits holds about 20,000 values (lists
+# and maps of at most 1,000, a query of at most _MAX_QUERY_ELEMENTS) and
+# no string over 65,535 characters (its longest maxLength). A larger one
+# is left to jsonschema without being read whole: it refuses the request
+# at its first oversized value, as the schema orders its keywords for.
+_FAST_MAX_VALUES = 32768
+_FAST_MAX_TEXT = 65535
 
 
 def _text_refused(text: str) -> bool:
@@ -67,26 +75,34 @@ def _text_refused(text: str) -> bool:
 
 
 def _scan(value: object) -> tuple[bool, bool]:
-    """One walk over ``value``: whether it holds only dicts with str keys,
-    lists, str, int, float, bool and None (values that jsonschema-rs and
-    jsonschema read alike), and, when it does, whether
+    """One walk over ``value``: whether the fast check may judge it (it
+    holds only dicts with str keys, lists, str, int, float, bool and
+    None, which jsonschema-rs and jsonschema read alike, and is no larger
+    than a valid request can be), and, when it may, whether
     ``request_values.check`` accepts it (without the path bookkeeping
     that check needs only to name a refused value)."""
     stack = [value]
+    budget = _FAST_MAX_VALUES
     clean = True
     while stack:
         node = stack.pop()
         kind = type(node)
         if kind is str:
+            if len(node) > _FAST_MAX_TEXT:
+                return False, False
             clean = clean and not _text_refused(node)
-        elif kind is dict:
+        elif kind is dict or kind is list:
+            budget -= len(node)
+            if budget < 0:
+                return False, False
+            if kind is list:
+                stack.extend(node)
+                continue
             for key in node:
-                if type(key) is not str:
+                if type(key) is not str or len(key) > _FAST_MAX_TEXT:
                     return False, False
                 clean = clean and not _text_refused(key)
             stack.extend(node.values())
-        elif kind is list:
-            stack.extend(node)
         elif kind is float:
             clean = clean and math.isfinite(node)
         elif kind not in _JSON_EXACT:
@@ -106,7 +122,8 @@ class _Checker:
     def fast(self, instance: object, decoded_json: bool | None = None
              ) -> bool:
         """True only when the schema accepts ``instance``;
-        ``decoded_json`` is ``_scan(instance)[0]`` when known."""
+        ``decoded_json`` is ``_scan(instance)[0]`` when known (False:
+        leave it to jsonschema)."""
         if decoded_json is None:
             decoded_json = _scan(instance)[0]
         if not decoded_json:

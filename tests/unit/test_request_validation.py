@@ -153,3 +153,21 @@ def test_scan_agrees_with_request_values(value):
         assert not clean
     else:
         assert clean
+
+
+@pytest.mark.parametrize("request_spec, message", [
+    (spec(ignore_hosts=["h"] * 100000),
+     "request_spec.ignore_hosts: 100000 items, at most 1000 allowed"),
+    (spec(scheduler_hints={"query": "x" * 70000}),
+     "request_spec.scheduler_hints.query: 'xxxxxxxx"),
+    (spec(image={"properties": {f"k{i}": 1 for i in range(40000)}}),
+     "request_spec.image.properties: 40000 keys, at most 1000 allowed"),
+])
+def test_a_flood_is_left_to_jsonschema_unread(request_spec, message):
+    """Larger than any valid request: the fast check does not read it
+    whole (nor convert it), jsonschema refuses it at its first oversized
+    value."""
+    assert validation._scan(request_spec) == (False, False)
+    with pytest.raises(exception.InvalidRequest) as error:
+        validation.validate_request(request_spec)
+    assert str(error.value).startswith(message)
