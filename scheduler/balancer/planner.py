@@ -44,6 +44,7 @@ from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import models
 from scheduler.migration import policies as migration_policies
+from scheduler.placement.placer import Placer
 from scheduler.request_spec import Flavor
 from scheduler.request_spec import RequestSpec
 
@@ -57,6 +58,21 @@ PlannedMigration = migrations_mod.PlannedMigration
 _MAX_PROPOSALS = 10
 
 
+def _migration_spec(instance: base.Instance, cluster: str | None,
+                    migration_uuid: str) -> RequestSpec:
+    """The request the destination of a migration is scheduled with: the
+    instance's size and group, the migration's uuid as the consumer."""
+    return RequestSpec(
+        flavor=Flavor(name=f"migration of {instance.uuid}",
+                      vcpus=instance.vcpus,
+                      memory_mb=instance.memory_mb,
+                      root_gb=instance.disk_gb),
+        cluster=cluster,
+        scheduler_hints=({"group": instance.group} if instance.group
+                         else {}),
+        instance_uuids=[migration_uuid])
+
+
 class BalancePlanner:
     """Plans the migrations of a balancing tick (see the module).
 
@@ -64,6 +80,8 @@ class BalancePlanner:
     ``max_incoming``/``max_outgoing`` to ``[migration]
     max_incoming_per_host``/``max_outgoing_per_host``. ``clock`` gives
     the naive UTC time metrics are aged against (tests simulate time).
+    ``placer`` claims the destinations; by default one of its own, over
+    ``host_manager``.
     """
 
     def __init__(self, conf: cfg.ConfigOpts,
@@ -72,7 +90,8 @@ class BalancePlanner:
                  on_planned: Callable[[dict], None] | None = None,
                  max_incoming: int | None = None,
                  max_outgoing: int | None = None,
-                 clock: Callable[[], datetime.datetime] = models.utcnow):
+                 clock: Callable[[], datetime.datetime] = models.utcnow,
+                 placer: Placer | None = None):
         self.conf = conf
         self.host_manager = host_manager or hm.HostManager(conf)
         self.policies = policies or cluster_policy.load_policies(conf)
@@ -81,7 +100,11 @@ class BalancePlanner:
         self.max_incoming = max_incoming or limits.max_incoming_per_host
         self.max_outgoing = max_outgoing or limits.max_outgoing_per_host
         self.clock = clock
-        self.claims = claims_mod.Claims(conf)
+        #: Claims the destinations (the manager's own placer in a
+        #: service, so that both keep one host cache and one set of
+        #: deferred releases).
+        self.placer = placer or Placer.for_conf(conf, self.host_manager)
+        self.claims = self.placer.claims
         self.migrations = migrations_mod.MigrationStore(conf)
         self.samples = history_mod.SampleStore(conf)
         self._schedulers: dict[str, filter_scheduler.FilterScheduler] = {}
@@ -110,26 +133,14 @@ class BalancePlanner:
         reported. A balancer or database error in one cluster
         is logged on one line and the other clusters are balanced.
         """
-        movement = migration_policies.read_migration_policies(self.conf)
-        if self.policies.migration_policies:
-            # Set through the REST API: wins over the config file's.
-            movement = dataclasses.replace(movement, cluster_policies={
-                **movement.cluster_policies,
-                **self.policies.migration_policies})
-        if migration_policy is not None:
-            movement.policy_for(None, migration_policy)
+        movement = self._migration_policies(migration_policy)
         hosts = self.host_manager.host_states()
         by_cluster: dict[str | None, list[hm.HostState]] = {}
         for host in hosts:
             by_cluster.setdefault(host.cluster, []).append(host)
         names = [cluster] if cluster is not None else sorted(
             by_cluster, key=lambda name: (name is None, name or ""))
-        # Kept while a balancer is in force anywhere: with none, nothing
-        # reads it, and recording costs a read and a write of every
-        # node's sample at every tick.
-        history = (self.samples.record(hosts, self._longest_window())
-                   if self._balancing(by_cluster)
-                   else history_mod.UtilizationHistory({}))
+        history = self._history(hosts, by_cluster)
         planned = []
         for name in names:
             policy = self.policies.for_cluster(name)
@@ -155,10 +166,31 @@ class BalancePlanner:
                 self.on_planned(migration.as_dict())
         return planned
 
-    def _balancing(self, clusters: Iterable[str | None]) -> bool:
-        """True when the policy of any of ``clusters`` balances."""
-        return any(policy is not None and policy.balancer is not None
-                   for policy in map(self.policies.for_cluster, clusters))
+    def _history(self, hosts: Sequence[hm.HostState],
+                 clusters: Iterable[str | None]
+                 ) -> history_mod.UtilizationHistory:
+        """The utilisation history, with the hosts' new reports recorded,
+        while the policy of any of ``clusters`` balances: with none,
+        nothing reads it, and recording costs a read and a write of every
+        node's sample at every tick."""
+        if not any(policy is not None and policy.balancer is not None
+                   for policy in map(self.policies.for_cluster, clusters)):
+            return history_mod.UtilizationHistory({})
+        return self.samples.record(hosts, self._longest_window())
+
+    def _migration_policies(self, migration_policy: str | None
+                            ) -> migration_policies.MigrationPolicies:
+        """The migration policies of this tick (read again each time);
+        InvalidRequest if ``migration_policy`` names none of them."""
+        movement = migration_policies.read_migration_policies(self.conf)
+        if self.policies.migration_policies:
+            # Set through the REST API: wins over the config file's.
+            movement = dataclasses.replace(movement, cluster_policies={
+                **movement.cluster_policies,
+                **self.policies.migration_policies})
+        if migration_policy is not None:
+            movement.policy_for(None, migration_policy)
+        return movement
 
     def _longest_window(self) -> int:
         return max((policy.balancer_parameters.get(base.DURATION, 0)
@@ -269,15 +301,7 @@ class BalancePlanner:
         it."""
         instance = proposal.instance
         migration_uuid = str(uuid.uuid4())
-        spec = RequestSpec(
-            flavor=Flavor(name=f"migration of {instance.uuid}",
-                          vcpus=instance.vcpus,
-                          memory_mb=instance.memory_mb,
-                          root_gb=instance.disk_gb),
-            cluster=cluster,
-            scheduler_hints=({"group": instance.group} if instance.group
-                             else {}),
-            instance_uuids=[migration_uuid])
+        spec = _migration_spec(instance, cluster, migration_uuid)
         source = proposal.source.state
         candidates = [load.state for load in proposal.destinations
                       if load.node_id != source.node_id]
@@ -288,51 +312,68 @@ class BalancePlanner:
             LOG.debug("No destination for %s off %s: %s", instance.uuid,
                       source.host, e)
             return None
-        now = models.utcnow()
-        for destination in decision.selected:
-            claim = None
-            if not dry_run:
-                try:
-                    claim = self.claims.claim(
-                        destination.node_id, migration_uuid,
-                        claims_mod.Usage(instance.vcpus, instance.memory_mb,
-                                         instance.disk_gb),
-                        group=instance.group)
-                except claims_mod.ClaimConflict as e:
-                    LOG.debug("Migration of %s: %s", instance.uuid, e)
-                    continue
-            migration = PlannedMigration(
-                uuid=migration_uuid, instance_uuid=instance.uuid,
-                source_node_id=source.node_id, source_host=source.host,
-                dest_node_id=destination.node_id,
-                dest_host=destination.host, cluster=cluster,
-                cluster_policy=policy.name,
-                migration_policy=migration_policy.id,
-                allocation_id=claim.allocation_id if claim else None,
-                state=migrations_mod.PLANNED, created_at=now,
-                updated_at=now, vcpus=instance.vcpus,
-                bandwidth_mbps=migration_policies.bandwidth_per_migration(
-                    self.conf, migration_policy,
-                    setting=self.policies.bandwidths.get(cluster)),
-                load_vcpus=round(instance.load, 3),
-                load_percent=(100.0 if instance.cpu_percent is None
-                              else instance.cpu_percent),
-                load_source=instance.load_source)
+        usage = claims_mod.Usage(instance.vcpus, instance.memory_mb,
+                                 instance.disk_gb)
+        made: list[claims_mod.Claim] = []
+        try:
+            if dry_run:
+                destination, claim = decision.selected[0], None
+            else:
+                found = self.placer.claim_first(
+                    decision.selected, migration_uuid, usage,
+                    instance.group, made)
+                if found is None:
+                    LOG.debug("Migration of %s: every candidate was full",
+                              instance.uuid)
+                    return None
+                index, claim = found
+                destination = decision.selected[index]
+            migration = self._migration(
+                migration_uuid, proposal, destination, claim, cluster,
+                policy, migration_policy)
             if claim is not None:
-                try:
-                    self.migrations.add(migration)
-                except BaseException:
-                    self.claims.release_allocation(claim.allocation_id)
-                    raise
-            LOG.log(logging.DEBUG if dry_run else logging.INFO,
-                    "%s migration %s of instance %s from %s to %s (cluster "
-                    "%s, policy %s, migration policy %s)",
-                    "Dry run: would plan" if dry_run else "Planned",
-                    migration_uuid, instance.uuid, source.host,
-                    destination.host, cluster, policy.name,
-                    migration_policy.id)
-            return migration
-        return None
+                self.migrations.add(migration)
+        except BaseException:
+            # Nothing half-claimed: the claim (also one whose commit was
+            # lost with the connection) is released, in the background
+            # if the database is away.
+            self.placer.roll_back(made)
+            raise
+        LOG.log(logging.DEBUG if dry_run else logging.INFO,
+                "%s migration %s of instance %s from %s to %s (cluster "
+                "%s, policy %s, migration policy %s)",
+                "Dry run: would plan" if dry_run else "Planned",
+                migration_uuid, instance.uuid, source.host,
+                destination.host, cluster, policy.name,
+                migration_policy.id)
+        return migration
+
+    def _migration(self, migration_uuid: str, proposal: base.Proposal,
+                   destination: hm.HostState,
+                   claim: claims_mod.Claim | None, cluster: str | None,
+                   policy: cluster_policy.ClusterPolicy,
+                   migration_policy: migration_policies.MigrationPolicy
+                   ) -> PlannedMigration:
+        """The planned migration of the proposal to ``destination``."""
+        instance, source = proposal.instance, proposal.source.state
+        now = models.utcnow()
+        return PlannedMigration(
+            uuid=migration_uuid, instance_uuid=instance.uuid,
+            source_node_id=source.node_id, source_host=source.host,
+            dest_node_id=destination.node_id,
+            dest_host=destination.host, cluster=cluster,
+            cluster_policy=policy.name,
+            migration_policy=migration_policy.id,
+            allocation_id=claim.allocation_id if claim else None,
+            state=migrations_mod.PLANNED, created_at=now,
+            updated_at=now, vcpus=instance.vcpus,
+            bandwidth_mbps=migration_policies.bandwidth_per_migration(
+                self.conf, migration_policy,
+                setting=self.policies.bandwidths.get(cluster)),
+            load_vcpus=round(instance.load, 3),
+            load_percent=(100.0 if instance.cpu_percent is None
+                          else instance.cpu_percent),
+            load_source=instance.load_source)
 
     def use_policies(self, policies: cluster_policy.PolicySet) -> None:
         """Plan the next ticks with ``policies`` (changed through the

@@ -1,0 +1,195 @@
+"""One request's placement: decide, claim, decide again.
+
+``RequestPlacement.place`` decides where each instance of a request goes
+and claims each one's chosen host, else its alternates in order
+(``Placer.claim_first``). When every candidate of an instance was taken
+by concurrent schedulers, the cache is refreshed and the remaining
+instances decided again, up to ``[scheduler] max_claim_rounds`` times.
+
+An instance that already holds a claim gets it back, never a second one.
+Its claim is found when the insert of a new one hits the unique
+``instance_uuid``, or, when the decision found no room (the instance's
+own claims may be what fills the fleet), by a lookup after which the
+instances still without a claim are placed again. The common path thus
+pays no lookup. Whatever goes wrong, the claims this placement made are
+released before the error leaves it.
+"""
+
+import dataclasses
+from collections.abc import Callable
+from collections.abc import Sequence
+
+from scheduler import claims
+from scheduler import exception
+from scheduler import filter_scheduler
+from scheduler import host_manager as hm
+from scheduler import observability
+from scheduler.counters import ManagerStats
+from scheduler.placement import entries as entries_mod
+from scheduler.placement.errors import Unplaceable
+from scheduler.placement.placer import Placer
+from scheduler.request_spec import RequestSpec
+
+#: The filter scheduler that decides for a request (its cluster policy's).
+SchedulerFor = Callable[[RequestSpec], filter_scheduler.FilterScheduler]
+#: A request spec for these instances of the validated spec dict.
+SpecFor = Callable[[dict, list[str]], RequestSpec]
+
+
+def pending_in_cluster(hosts: Sequence[hm.HostState],
+                       cluster: str | None) -> bool:
+    """Whether claims not yet reflected in metrics exist in the cluster
+    (``[scheduler] pending_retry_timeout`` waits for them)."""
+    return any((h.vcpus_pending or h.memory_mb_pending)
+               for h in hosts if cluster is None or h.cluster == cluster)
+
+
+@dataclasses.dataclass
+class RequestPlacement:
+    """The placement of one validated request (one attempt of it).
+
+    ``uuids`` are the instances; ``anonymous`` when the caller gave none
+    (each is then claimed under its own uuid as allocation id).
+    ``check_hold`` raises once the cluster lock was held too long.
+    """
+
+    placer: Placer
+    host_manager: hm.HostManager
+    scheduler_for: SchedulerFor
+    spec_for: SpecFor
+    stats: ManagerStats
+    max_rounds: int
+    spec_dict: dict
+    uuids: list[str]
+    anonymous: bool
+    report: observability.DecisionReport
+    check_hold: Callable[[], None]
+    #: Reply entries by instance, as they are claimed (or found held).
+    entries: dict[str, list[dict]] = dataclasses.field(default_factory=dict)
+    #: The claims this placement made: what a failure rolls back.
+    made: list[claims.Claim] = dataclasses.field(default_factory=list)
+    #: Candidates found full by a claim, oldest first.
+    taken: list[hm.HostState] = dataclasses.field(default_factory=list)
+
+    def place(self, first_spec: RequestSpec,
+              return_alternates: bool) -> list[list[dict]]:
+        """One list of entries per instance: the claimed host, then (when
+        ``return_alternates``) the alternates. Raises Unplaceable when an
+        instance fits nowhere; nothing this call claimed remains then."""
+        try:
+            try:
+                self._claim_all(first_spec)
+            except Unplaceable:
+                # Existing claims are looked up only now, off the common
+                # path: a retried request for instances holding claims
+                # gets them back through the unique instance_uuid when
+                # its claims are inserted, and here when the fleet
+                # looked full (its own claims may be what fills it).
+                if self.anonymous or not self._held():
+                    raise
+                self._claim_all(None)
+        except BaseException:
+            # Nothing half-claimed: undo this call's claims (never those
+            # the instances held before it) whatever went wrong.
+            self.placer.roll_back(self.made, self.stats)
+            raise
+        if not return_alternates:
+            return [self.entries[u][:1] for u in self.uuids]
+        return [self.entries[u] for u in self.uuids]
+
+    def _held(self) -> bool:
+        """Add the claims some instances still without an entry hold;
+        False when there are none."""
+        held = self.placer.held([u for u in self.uuids
+                                 if u not in self.entries])
+        for instance, claim in held.items():
+            self.entries[instance] = [entries_mod.claim_entry(claim, None)]
+        self.stats.add(idempotent=len(held))
+        return bool(held)
+
+    def _claim_all(self, first_spec: RequestSpec | None) -> None:
+        """Decide and claim for every instance without an entry; raises
+        Unplaceable when one fits nowhere or loses every round."""
+        todo = [u for u in self.uuids if u not in self.entries]
+        for round_number in range(1, self.max_rounds + 1):
+            if not todo:
+                return
+            self.check_hold()
+            if round_number > 1:
+                self.stats.add(redecisions=1)
+            # The validated spec serves the first decision; later ones
+            # need a fresh one (select() records group members in it).
+            spec = (first_spec if first_spec is not None
+                    and round_number == 1
+                    else self.spec_for(self.spec_dict, todo))
+            decisions = self._decide(spec)
+            for instance, decision in zip(todo, decisions, strict=True):
+                entry = self._claim_one(spec, instance, decision)
+                if entry is None:
+                    break  # decide again for this one and the rest
+                self.entries[instance] = entry
+            todo = [u for u in todo if u not in self.entries]
+        if todo:
+            raise Unplaceable(
+                f"{len(todo)} instance(s) could not be claimed in "
+                f"{self.max_rounds} decision round(s): every candidate was "
+                f"filled by concurrent requests first (last ones: "
+                f"{', '.join(h.host for h in self.taken[-5:])})",
+                pending=False)
+
+    def _decide(self, spec: RequestSpec
+                ) -> list[filter_scheduler.Decision]:
+        # The scheduler refreshes the host cache itself; after a
+        # conflict, the refresh reads the nodes whose claims beat ours
+        # (their generation moved), unless those committed late.
+        hosts = self._hosts_not_known_full()
+        try:
+            decisions = self.scheduler_for(spec).select(spec, hosts)
+        except exception.NoValidHost as e:
+            known = hosts or self.host_manager.host_states()
+            self.report.candidates, self.report.hosts = 0, len(known)
+            raise Unplaceable(str(e), pending_in_cluster(
+                known, spec.cluster)) from None
+        self.report.candidates = decisions[-1].candidates
+        self.report.hosts = decisions[-1].hosts
+        return decisions
+
+    def _hosts_not_known_full(self) -> list[hm.HostState] | None:
+        """None (every host, from the scheduler's own cache) until a claim
+        of this request conflicted; then the cached hosts but those found
+        full whose cache entry has not changed since.
+
+        A claim committed with a change time older than the cache's
+        watermark reaches the cache only at its next overlap-window check;
+        until then the cache would offer the same full node again and
+        again, round after round.
+        """
+        if not self.taken:
+            return None
+        # As cached when its claim conflicted.
+        full = {host.node_id: host.generation for host in self.taken}
+        hosts = self.host_manager.host_states()
+        fresh = [host for host in hosts
+                 if full.get(host.node_id, -1) != host.generation]
+        return fresh or hosts
+
+    def _claim_one(self, spec: RequestSpec, instance: str,
+                   decision: filter_scheduler.Decision) -> list[dict] | None:
+        """Claim the chosen host, else the alternates in order; the
+        instance's reply entries, or None when every candidate was
+        full."""
+        flavor = spec.flavor
+        usage = claims.Usage(flavor.vcpus, flavor.memory_mb, flavor.disk_gb)
+        found = self.placer.claim_first(
+            decision.selected, instance, usage, spec.group, self.made,
+            allocation_id=instance if self.anonymous else None,
+            taken=self.taken, before_each=self.check_hold, stats=self.stats)
+        if found is None:
+            return None
+        index, claim = found
+        # An existing claim may be on a later candidate: it is not its
+        # own alternate.
+        return [entries_mod.claim_entry(claim, decision)] + [
+            entries_mod.host_entry(h, decision)
+            for h in decision.selected[index + 1:]
+            if h.node_id != claim.node_id]
