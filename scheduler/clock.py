@@ -7,6 +7,10 @@ time, through ``db.models.utcnow``. A service reads the wall clock;
 installing a ``SimulatedClock`` with ``simulated()``, so that staleness,
 pending claims and herding behave as they would over days of real time.
 
+The wall clock is oslo.utils' ``timeutils.utcnow``; the simulated one is
+our own, since timeutils' time override is deprecated (and warns at every
+call, which a simulation makes millions of).
+
 The host cache's maintenance timers (full reloads, late-change checks)
 keep measuring real seconds: they pace the database work of one process,
 which a simulation does at the same rate as a service, not the fleet's
@@ -16,6 +20,8 @@ life, which it compresses.
 import contextlib
 import datetime
 from collections.abc import Iterator
+
+from oslo_utils import timeutils
 
 
 class SimulatedClock:
@@ -43,7 +49,7 @@ def utcnow() -> datetime.datetime:
     """Naive UTC now: the simulated time while one is installed."""
     if _simulated is not None:
         return _simulated.utcnow()
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    return timeutils.utcnow()
 
 
 @contextlib.contextmanager
