@@ -88,6 +88,8 @@ def _with_overrides(conf: cfg.ConfigOpts, policy: cluster_policy.ClusterPolicy,
                                        merged, policy.version)
 
 
+# 61 lines: the merge reads as one piece (policies, then assignments,
+# then migration policies and bandwidths, each from its own table).
 def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
                     connection: sa.Connection) -> cluster_policy.PolicySet:
     """``base`` (the config files') with the stored policies added and

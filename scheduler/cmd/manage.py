@@ -192,6 +192,8 @@ def demo(conf: cfg.ConfigOpts) -> int:
     return demo_mod.run(conf)
 
 
+# One long function on purpose: it is a table of the subcommands and
+# their options, read top to bottom like the --help it produces.
 def _add_command_parsers(subparsers) -> None:
     db = subparsers.add_parser("db", help="Database schema commands.")
     db_actions = db.add_subparsers(dest="action", metavar="ACTION")

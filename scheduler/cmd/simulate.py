@@ -136,22 +136,29 @@ class _Progress:
         self.bar.close()
 
 
-def simulate(conf: cfg.ConfigOpts) -> int:
-    args = conf.category
+def _bad_arguments(args) -> str | None:
+    """What is wrong with the fleet and time arguments, if anything."""
     if args.hosts < 1:
-        return _fail(f"--hosts {args.hosts}: the fleet needs at least one "
-                     "host")
+        return f"--hosts {args.hosts}: the fleet needs at least one host"
     if not 1 <= args.clusters <= args.hosts:
-        return _fail(f"--clusters {args.clusters}: expected 1 to --hosts "
-                     f"({args.hosts})")
+        return (f"--clusters {args.clusters}: expected 1 to --hosts "
+                f"({args.hosts})")
     if min(args.host_vcpus, args.host_memory_mb) < 1:
-        return _fail("--host-vcpus and --host-memory-mb must be positive")
+        return "--host-vcpus and --host-memory-mb must be positive"
     if not (args.report_interval > 0 and (args.duration is None
                                          or 0 < args.duration < math.inf)):
-        return _fail("--report-interval and --duration must be positive "
-                     "and finite")
+        return ("--report-interval and --duration must be positive and "
+                "finite")
     if args.seed < 0:
-        return _fail(f"--seed {args.seed}: expected a number >= 0")
+        return f"--seed {args.seed}: expected a number >= 0"
+    return None
+
+
+def simulate(conf: cfg.ConfigOpts) -> int:
+    args = conf.category
+    problem = _bad_arguments(args)
+    if problem:
+        return _fail(problem)
     configs = [(", ".join(os.path.basename(p) for p in conf.config_file)
                 or "default", conf)]
     try:

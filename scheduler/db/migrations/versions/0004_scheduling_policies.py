@@ -19,6 +19,8 @@ branch_labels = None
 depends_on = None
 
 
+# Long on purpose: the tables' definitions, as alembic migrations keep
+# them (frozen, never shared with the models, which move on).
 def upgrade() -> None:
     op.create_table(
         "scheduling_policies",
