@@ -94,8 +94,8 @@ def test_a_report_recorded_by_two_workers_is_kept_once(conf):
     # Both workers read the history before either wrote: the second
     # insert meets the unique (node_id, reported_at) and is skipped.
     stores = [history_mod.SampleStore(conf) for _ in range(2)]
-    with mock.patch.object(history_mod, "_read",
-                           side_effect=lambda connection: {}):
+    with mock.patch.object(history_mod, "_read_all",
+                           side_effect=lambda connection: ({}, 0)):
         histories = [store.record(hosts, 2) for store in stores]
     with engine.connect() as connection:
         count = connection.execute(
