@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 
 import sqlalchemy as sa
+import tenacity
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
@@ -85,6 +86,12 @@ def database_lock(engine: Engine, name: str,
                 connection.commit()
 
 
+def _held_elsewhere(error: BaseException) -> bool:
+    """True when flock(LOCK_NB) failed because another holds the lock."""
+    return isinstance(error, OSError) and error.errno in (errno.EAGAIN,
+                                                          errno.EACCES)
+
+
 @contextlib.contextmanager
 def _sqlite_file_lock(engine: Engine, name: str,
                       timeout: float) -> Iterator[None]:
@@ -96,16 +103,15 @@ def _sqlite_file_lock(engine: Engine, name: str,
     path = f"{os.path.abspath(database)}.{safe_name}.lock"
     deadline = time.monotonic() + timeout
     with open(path, "a+") as lock_file:
-        while True:
-            try:
-                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as e:
-                if e.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise LockTimeout(name, timeout) from None
-                time.sleep(_SQLITE_POLL_INTERVAL)
+        try:
+            # Polled: flock() has no timeout of its own.
+            tenacity.Retrying(
+                retry=tenacity.retry_if_exception(_held_elsewhere),
+                stop=lambda state: time.monotonic() >= deadline,
+                wait=tenacity.wait_fixed(_SQLITE_POLL_INTERVAL),
+            )(fcntl.flock, lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except tenacity.RetryError:
+            raise LockTimeout(name, timeout) from None
         try:
             yield
         finally:

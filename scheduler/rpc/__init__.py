@@ -1,9 +1,10 @@
 """The scheduler's RPC API on oslo.messaging (DESIGN §5).
 
 ``scheduler.rpc.rpcapi.SchedulerAPI`` is the client API nodes import;
-``scheduler.rpc.server`` holds the endpoint the ``scheduler-service``
-workers serve. Importing this package selects oslo.service's threading
-backend before either module imports oslo.messaging (DESIGN §8).
+``scheduler.rpc.endpoint`` holds the endpoint the ``scheduler-service``
+workers of ``scheduler.rpc.server`` serve. Importing this package selects
+oslo.service's threading backend before any of them imports
+oslo.messaging (DESIGN §8).
 """
 
 import importlib.metadata

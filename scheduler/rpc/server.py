@@ -1,13 +1,6 @@
-"""The RPC endpoint ``scheduler-service`` serves (DESIGN §5).
-
-``SchedulerEndpoint`` checks what arrives from the wire, delegates to a
-``SchedulerManager`` and turns every outcome into one of three things the
-caller can rely on: a JSON-safe result, ``InvalidRequest`` /
-``NoValidHost`` (rebuilt as the same classes by ``SchedulerAPI``), or
-``SchedulerInternalError`` for anything unexpected, whose traceback stays in
-this service's log. No exception escapes into oslo.messaging as anything
-else, so a bug in one request never takes the server down and never leaks
-an arbitrary class to API nodes.
+"""The processes serving the RPC endpoint of ``scheduler-service``
+(DESIGN §5); the endpoint itself is ``scheduler.rpc.endpoint``, whose
+names are also imported from here.
 
 ``SchedulerRPCService`` owns the transports, the notifier (sending from a
 background thread: ``scheduler.rpc.notifications``) and the RPC server of
@@ -16,262 +9,48 @@ service, and ``run_workers`` forks several of them.
 """
 
 import functools
-import reprlib
 import threading
 import time
 from collections.abc import Callable
 from collections.abc import Sequence
-from typing import Any
-from typing import Protocol
 
 import oslo_messaging
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_service import service as oslo_service
 
-from scheduler import exception
-from scheduler import observability
-from scheduler import request_values
 from scheduler import rpc
 from scheduler.balancer.task import PeriodicBalancer
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.host_manager import HostManager
-from scheduler.rpc import arguments
 from scheduler.rpc import notification_process
 from scheduler.rpc import notifications
+from scheduler.rpc.endpoint import Manager
+from scheduler.rpc.endpoint import Notifier
+from scheduler.rpc.endpoint import SchedulerEndpoint
+from scheduler.rpc.endpoint import check_bool
+from scheduler.rpc.endpoint import check_request_spec
+from scheduler.rpc.endpoint import request_id
+
+__all__ = [
+    "BROKER_WAIT_NOTICE",
+    "Manager",
+    "Notifier",
+    "SchedulerEndpoint",
+    "SchedulerRPCService",
+    "SchedulerWorker",
+    "check_bool",
+    "check_request_spec",
+    "request_id",
+    "run_workers",
+]
 
 LOG = logging.getLogger(__name__)
 
 #: After this long without a broker connection, a worker says so once in
 #: its own words next to oslo.messaging's per-attempt "Connection failed".
 BROKER_WAIT_NOTICE = 5.0
-
-_short_repr = reprlib.Repr()
-_short_repr.maxstring = _short_repr.maxother = 40
-_short_repr.maxlist = _short_repr.maxtuple = _short_repr.maxdict = 3
-_short_repr.maxlevel = 2
-
-
-class Notifier(Protocol):
-    """What the service needs of ``notifications.BackgroundNotifier`` and
-    ``notification_process.ProcessNotifier``."""
-
-    def info(self, ctxt: dict, event_type: str, payload: dict) -> None: ...
-
-    def stop(self, timeout: float = 5.0) -> None: ...
-
-
-class Manager(Protocol):
-    """What the endpoint needs of ``scheduler.manager.SchedulerManager``."""
-
-    def select_destinations(self, request_spec: dict,
-                            instance_uuids: list[str] | None = None,
-                            return_alternates: bool = False
-                            ) -> list[list[dict]]: ...
-
-    def explain(self, request_spec: dict) -> dict: ...
-
-    def release(self, instance_uuid: str) -> bool: ...
-
-    def balance(self, cluster: str | None, dry_run: bool,
-                migration_policy: str | None) -> list[dict]: ...
-
-    def resume_releases(self) -> int: ...
-
-
-def _wrong_type(name: str, value: object, expected: str
-                ) -> exception.InvalidRequest:
-    # Worded like the manager's schema errors, bounded whatever the size
-    # of the value.
-    shown = _short_repr.repr(value)
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
-    return exception.InvalidRequest(
-        f"{name}: {shown} is not of type {expected!r}")
-
-
-def check_request_spec(request_spec: object) -> dict:
-    """Only that it is an object: the manager validates its contents
-    against the published schema (and ``instance_uuids`` with it)."""
-    if not isinstance(request_spec, dict):
-        raise _wrong_type("request_spec", request_spec, "object")
-    return request_spec
-
-
-def check_bool(value: object, name: str) -> bool:
-    # bool(value) would turn "false" into True.
-    if not isinstance(value, bool):
-        raise _wrong_type(name, value, "boolean")
-    return value
-
-
-def request_id(ctxt: object) -> str:
-    """The caller's request id, for log lines and error messages."""
-    if isinstance(ctxt, dict) and ctxt.get("request_id"):
-        return str(ctxt["request_id"])
-    return "-"
-
-
-def _selection_summary(selections: list[list[dict]]) -> list[list[str]]:
-    return [[str(entry.get("host")) for entry in per_instance]
-            for per_instance in selections]
-
-
-class SchedulerEndpoint:
-    """RPC API 1.0 of topic ``scheduler``.
-
-    Public methods are what clients can call; oslo.messaging's default
-    access policy hides the underscored helpers.
-    """
-
-    target = oslo_messaging.Target(version=rpc.RPC_API_VERSION)
-
-    def __init__(self, manager: Manager, host: str,
-                 notifier: Notifier | None = None):
-        self.manager = manager
-        self.host = host
-        self.notifier = notifier
-
-    @oslo_messaging.expected_exceptions(exception.InvalidRequest,
-                                        exception.NoValidHost,
-                                        rpc.SchedulerInternalError)
-    @arguments.checked
-    def select_destinations(self, ctxt: dict, request_spec: dict,
-                            instance_uuids: list[str] | None = None,
-                            return_alternates: bool = False
-                            ) -> list[list[dict]]:
-        """One list per instance: the claimed host, then alternates."""
-        return self._guard("select_destinations", ctxt, self._select,
-                           ctxt, request_spec, instance_uuids,
-                           return_alternates)
-
-    @oslo_messaging.expected_exceptions(exception.InvalidRequest,
-                                        exception.NoValidHost,
-                                        rpc.SchedulerInternalError)
-    @arguments.checked
-    def explain(self, ctxt: dict, request_spec: dict) -> dict:
-        """The decision for one instance, per host, without a claim."""
-        return self._guard("explain", ctxt, self._explain, request_spec)
-
-    @oslo_messaging.expected_exceptions(exception.InvalidRequest,
-                                        exception.NoValidHost,
-                                        rpc.SchedulerInternalError)
-    @arguments.checked
-    def release(self, ctxt: dict, instance_uuid: str) -> bool:
-        """Free the instance's claim; False when it held none."""
-        return self._guard("release", ctxt, self._release, instance_uuid)
-
-    @oslo_messaging.expected_exceptions(exception.InvalidRequest,
-                                        exception.NoValidHost,
-                                        rpc.SchedulerInternalError)
-    @arguments.checked
-    def balance(self, ctxt: dict, cluster: str | None = None,
-                dry_run: bool = False,
-                migration_policy: str | None = None) -> list[dict]:
-        """One balancing tick now; the migrations planned (API 1.1)."""
-        return self._guard("balance", ctxt, self._balance, cluster,
-                           dry_run, migration_policy)
-
-    def _balance(self, cluster: object, dry_run: object,
-                 migration_policy: object) -> list[dict]:
-        for name, value in (("cluster", cluster),
-                            ("migration_policy", migration_policy)):
-            if value is not None and not isinstance(value, str):
-                raise _wrong_type(name, value, "string")
-            # The cluster names a database lock and is compared in queries.
-            request_values.check_text(value, name)
-        return self.manager.balance(cluster, check_bool(dry_run, "dry_run"),
-                                    migration_policy)
-
-    def _select(self, ctxt: dict, request_spec: object,
-                instance_uuids: object, return_alternates: object
-                ) -> list[list[dict]]:
-        try:
-            spec = check_request_spec(request_spec)
-            alternates = check_bool(return_alternates, "return_alternates")
-        except exception.InvalidRequest as e:
-            # Refused before the manager, which logs and counts the rest.
-            observability.DecisionReport().finish(
-                "invalid_request", detail=("error", str(e)))
-            raise
-        uuids = instance_uuids
-        self._notify(ctxt, rpc.SELECT_START, {
-            "request_spec": spec, "instance_uuids": uuids,
-            "return_alternates": alternates})
-        outcome: dict[str, Any] = {"instance_uuids": uuids,
-                                   "selections": None, "error": None}
-        try:
-            selections = self.manager.select_destinations(spec, uuids,
-                                                          alternates)
-            outcome["selections"] = selections
-            return selections
-        except Exception as e:
-            # Observers pair start with end; the end says how it went.
-            outcome["error"] = {"class": type(e).__name__,
-                                "message": str(e)}
-            raise
-        finally:
-            self._notify(ctxt, rpc.SELECT_END, outcome)
-
-    def _explain(self, request_spec: object) -> dict:
-        return self.manager.explain(check_request_spec(request_spec))
-
-    def _release(self, instance_uuid: object) -> bool:
-        return bool(self.manager.release(instance_uuid))
-
-    def _notify(self, ctxt: dict, event_type: str, payload: dict) -> None:
-        if self.notifier is None:
-            return
-        # Queued: sent after the reply, whatever state the bus is in.
-        self.notifier.info(ctxt, event_type, payload)
-
-    def _guard(self, method: str, ctxt: dict, func: Callable[..., Any],
-               *args: object) -> Any:
-        rid = request_id(ctxt)
-        started = time.monotonic()
-        # The manager's decision line (INFO, every select_destinations
-        # outcome) carries the request id and supersedes the INFO lines
-        # below for that method.
-        logged = method == "select_destinations"
-        token = observability.request_id.set(rid)
-        try:
-            result = func(*args)
-        # Rebuilt as the base classes: a subclass such as InvalidExtraSpec
-        # takes several constructor arguments, and the client can only
-        # rebuild an exception from its single message.
-        except exception.NoValidHost as e:
-            if not logged:
-                LOG.info("%s (request %s): no valid host: %s", method, rid,
-                         e)
-            raise exception.NoValidHost(str(e)) from None
-        except exception.InvalidRequest as e:
-            if not logged:
-                LOG.info("%s (request %s): invalid request: %s", method,
-                         rid, e)
-            raise exception.InvalidRequest(str(e)) from None
-        except exception.SchedulerError as e:
-            # Raised on purpose with a complete message (database down,
-            # lock timeout): not a bug, no traceback.
-            LOG.error("%s (request %s) failed: %s", method, rid, e)
-            raise rpc.SchedulerInternalError(
-                f"{method} failed in the scheduler service on host "
-                f"{self.host}: {e} (request {rid})") from None
-        except Exception as e:
-            LOG.exception("%s (request %s) failed unexpectedly", method, rid)
-            raise rpc.SchedulerInternalError(
-                f"{method} failed in the scheduler service on host "
-                f"{self.host}: {type(e).__name__}: {e} (request {rid}; the "
-                "traceback is in that service's log)") from None
-        finally:
-            observability.request_id.reset(token)
-        elapsed_ms = (time.monotonic() - started) * 1000
-        if method == "select_destinations":
-            LOG.debug("%s (request %s) in %.1f ms: %s", method, rid,
-                      elapsed_ms, _selection_summary(result))
-        else:
-            LOG.debug("%s (request %s) in %.1f ms", method, rid, elapsed_ms)
-        return result
 
 
 def _notification_url(conf: cfg.ConfigOpts) -> str:

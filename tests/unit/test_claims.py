@@ -381,6 +381,86 @@ def test_claim_committed_before_the_connection_dropped_is_ours(
         claim.allocation_id]
 
 
+
+def _duplicate() -> sa_exc.IntegrityError:
+    return sa_exc.IntegrityError("INSERT", {}, _Orig("duplicate key"))
+
+
+def test_duplicate_key_races_are_run_three_times(engine, store, monkeypatch):
+    node = add_node(engine, "a")
+    calls = []
+
+    def duplicate(*args):
+        calls.append(args)
+        raise _duplicate()
+
+    monkeypatch.setattr(store, "_claim", duplicate)
+    with pytest.raises(sa_exc.IntegrityError):
+        store.claim(node, new_uuid(), ONE)
+    assert len(calls) == 3
+
+
+def test_failed_lookup_after_a_duplicate_key_is_not_retried(
+        engine, store, monkeypatch):
+    """Only the claim's own statements run again: a connection dropped
+    while looking up the claim the instance holds ends the call."""
+    node = add_node(engine, "a")
+    calls, lookups = [], []
+
+    def duplicate(*args):
+        calls.append(args)
+        raise _duplicate()
+
+    def lookup_dropped(instance_uuids):
+        lookups.append(instance_uuids)
+        raise _dropped("SELECT")
+
+    monkeypatch.setattr(store, "_claim", duplicate)
+    monkeypatch.setattr(store, "find", lookup_dropped)
+    with pytest.raises(sa_exc.OperationalError) as raised:
+        store.claim(node, new_uuid(), ONE)
+    assert raised.value.connection_invalidated
+    assert (len(calls), len(lookups)) == (1, 1)
+
+
+class FailingReleases:
+    """A store whose releases fail ``failures[allocation_id]`` times."""
+
+    def __init__(self, failures: dict[str, int]):
+        self.failures = dict(failures)
+
+    def release_allocation(self, allocation_id, made_before=None):
+        if self.failures.get(allocation_id, 0) > 0:
+            self.failures[allocation_id] -= 1
+            raise sa_exc.OperationalError("DELETE", {}, Exception("away"))
+        return True
+
+
+def _claim_to_release(name: str) -> claims.Claim:
+    return claims.Claim(name, new_uuid(), 1, new_uuid(), "a", "a.example",
+                        1, 512, 1)
+
+
+@pytest.mark.parametrize("interval, max_interval, waits", [
+    # Doubling up to max_interval, from interval again after a release.
+    (0.01, 0.05, [0.01, 0.02, 0.04, 0.05, 0.05, 0.01, 0.02]),
+    # A first interval above max_interval is waited as it is.
+    (0.08, 0.02, [0.08, 0.02, 0.02, 0.02, 0.02, 0.08, 0.02]),
+])
+def test_failing_background_releases_wait_longer_each_time(
+        interval, max_interval, waits, monkeypatch):
+    releases = claims.DeferredReleases(
+        FailingReleases({"first": 5, "second": 2}), interval=interval,
+        max_interval=max_interval)
+    waited = []
+    monkeypatch.setattr(releases, "_wait", waited.append)
+    releases.add(_claim_to_release("first"))
+    releases.add(_claim_to_release("second"))
+    assert releases.wait_until_done(5)
+    assert waited == waits
+    assert releases.released == 2
+
+
 # Claims awaiting release, on disk
 
 

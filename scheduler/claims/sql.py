@@ -1,0 +1,156 @@
+"""The SQL of claims, and the transaction a claim or release runs in.
+
+Statements are built once: constructing them per claim costs more Python
+time than the database spends running them.
+"""
+
+import contextlib
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from scheduler.db import models
+
+NODES = models.ComputeNode.__table__
+ALLOCATIONS = models.Allocation.__table__
+
+# Lookups by instance uuid go in IN lists of this many: far below every
+# backend's bound-parameter limit.
+IN_CHUNK = 500
+
+
+@contextlib.contextmanager
+def write_transaction(engine: Engine) -> Iterator[sa.Connection]:
+    """A connection in a transaction fit for read-check-write: committed
+    when the block ends, rolled back when it raises.
+
+    SQLite: ``BEGIN IMMEDIATE`` takes the write lock before the first
+    read. pysqlite would otherwise start the transaction only at the
+    first INSERT, after the capacity check, and two writers could both
+    pass the check. PostgreSQL, MariaDB: READ COMMITTED, so that each
+    statement sees what committed before it, in particular the claims of
+    the transaction whose row lock we waited for (MariaDB's default
+    REPEATABLE READ would keep reading the older snapshot).
+    """
+    backend = engine.dialect.name
+    with engine.connect() as connection:
+        if backend == "sqlite":
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        elif backend in ("mysql", "mariadb"):
+            # For the next transaction only: one statement, and nothing to
+            # reset when the connection goes back to the pool.
+            connection.exec_driver_sql(
+                "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        else:
+            # psycopg applies it in the BEGIN it sends anyway; the pool
+            # resets it on check-in.
+            connection = connection.execution_options(
+                isolation_level="READ COMMITTED")
+        try:
+            yield connection
+        except BaseException:
+            connection.rollback()
+            raise
+        connection.commit()
+
+
+#: Bumps a node's generation and change time; locks its row.
+BUMP = (NODES.update().where(NODES.c.id == sa.bindparam("node_id"))
+        .values(generation=NODES.c.generation + 1,
+                changed_at=sa.bindparam("now")))
+
+
+def _sum(column: sa.Column) -> sa.Label:
+    return sa.func.coalesce(sa.func.sum(column), 0).label(
+        f"{column.name}_used")
+
+
+_USED = sa.select(
+    _sum(ALLOCATIONS.c.vcpus), _sum(ALLOCATIONS.c.memory_mb),
+    _sum(ALLOCATIONS.c.disk_gb),
+).where(ALLOCATIONS.c.compute_node_id == sa.bindparam("node_id")
+        ).subquery("used")
+
+#: A node's identity, capacity, ratios and claimed resources (one scan of
+#: its allocations).
+NODE_USAGE = sa.select(
+    NODES.c.uuid, NODES.c.host, NODES.c.hypervisor_hostname,
+    NODES.c.generation, NODES.c.vcpus, NODES.c.memory_mb,
+    NODES.c.local_gb, NODES.c.cpu_allocation_ratio,
+    NODES.c.ram_allocation_ratio, NODES.c.disk_allocation_ratio,
+    _USED.c.vcpus_used, _USED.c.memory_mb_used, _USED.c.disk_gb_used,
+).select_from(NODES.join(_USED, sa.true())).where(
+    NODES.c.id == sa.bindparam("node_id"))
+
+INSERT = ALLOCATIONS.insert()
+
+#: PostgreSQL: the whole claim in one statement. ``node`` reads the node
+#: and its claimed sums in the statement's snapshot; ``bump`` updates the
+#: node only if the claim fits and its generation is still the one read
+#: (after waiting for a concurrent claim's row lock PostgreSQL evaluates
+#: the condition on the row as committed, so a moved generation means the
+#: sums are stale and nothing is written); ``claim`` inserts only if the
+#: bump did. The result is the node as read and whether it was claimed.
+CAS_CLAIM = sa.text("""
+WITH node AS (
+    SELECT n.id, n.generation, n.uuid, n.host, n.hypervisor_hostname,
+           n.vcpus, n.memory_mb, n.local_gb,
+           COALESCE(n.cpu_allocation_ratio, :cpu_ratio) AS cpu_ratio,
+           COALESCE(n.ram_allocation_ratio, :ram_ratio) AS ram_ratio,
+           COALESCE(n.disk_allocation_ratio, :disk_ratio) AS disk_ratio,
+           u.vcpus_used, u.memory_mb_used, u.disk_gb_used
+    FROM compute_nodes n, (
+        SELECT COALESCE(SUM(a.vcpus), 0) AS vcpus_used,
+               COALESCE(SUM(a.memory_mb), 0) AS memory_mb_used,
+               COALESCE(SUM(a.disk_gb), 0) AS disk_gb_used
+        FROM allocations a WHERE a.compute_node_id = :node_id) u
+    WHERE n.id = :node_id
+), bump AS (
+    UPDATE compute_nodes c
+    SET generation = c.generation + 1, changed_at = :now
+    FROM node
+    WHERE c.id = node.id AND c.generation = node.generation
+      AND (:vcpus <= 0
+           OR node.vcpus_used + :vcpus <= node.vcpus * node.cpu_ratio)
+      AND (:memory_mb <= 0
+           OR node.memory_mb_used + :memory_mb
+              <= node.memory_mb * node.ram_ratio)
+      AND (:disk_gb <= 0
+           OR node.disk_gb_used + :disk_gb
+              <= node.local_gb * node.disk_ratio)
+    RETURNING c.id
+), claim AS (
+    INSERT INTO allocations (uuid, instance_uuid, compute_node_id, vcpus,
+                             memory_mb, disk_gb, instance_group, created_at)
+    SELECT :uuid, :instance_uuid, bump.id, :vcpus, :memory_mb, :disk_gb,
+           :instance_group, :now
+    FROM bump
+    RETURNING id
+)
+SELECT node.uuid, node.host, node.hypervisor_hostname, node.generation,
+       node.vcpus, node.memory_mb, node.local_gb, node.cpu_ratio,
+       node.ram_ratio, node.disk_ratio, node.vcpus_used,
+       node.memory_mb_used, node.disk_gb_used,
+       (SELECT count(*) FROM claim) AS claimed
+FROM node
+""").bindparams(
+    sa.bindparam("cpu_ratio", type_=sa.Float),
+    sa.bindparam("ram_ratio", type_=sa.Float),
+    sa.bindparam("disk_ratio", type_=sa.Float),
+    sa.bindparam("vcpus", type_=sa.Integer),
+    sa.bindparam("memory_mb", type_=sa.Integer),
+    sa.bindparam("disk_gb", type_=sa.Integer),
+    sa.bindparam("now", type_=sa.DateTime),
+)
+
+CLAIMS_OF = sa.select(
+    ALLOCATIONS.c.uuid, ALLOCATIONS.c.instance_uuid,
+    ALLOCATIONS.c.compute_node_id, NODES.c.uuid, NODES.c.host,
+    NODES.c.hypervisor_hostname, ALLOCATIONS.c.vcpus,
+    ALLOCATIONS.c.memory_mb, ALLOCATIONS.c.disk_gb,
+).join_from(ALLOCATIONS, NODES,
+            ALLOCATIONS.c.compute_node_id == NODES.c.id).where(
+    ALLOCATIONS.c.instance_uuid.in_(sa.bindparam("uuids",
+                                                 expanding=True)))
+

@@ -1,0 +1,285 @@
+"""The claims store: claims made, found, kept and released in the
+database (the protocol is in ``scheduler.claims``)."""
+
+import dataclasses
+import datetime
+import uuid
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+import tenacity
+from oslo_config import cfg
+from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Engine
+
+from scheduler.claims import retry
+from scheduler.claims import sql
+from scheduler.claims.sql import write_transaction
+from scheduler.claims.types import Claim
+from scheduler.claims.types import ClaimConflict
+from scheduler.claims.types import Usage
+from scheduler.db import api as db_api
+from scheduler.db import models
+
+# The logger of the module this came from: log lines and logging
+# configuration stay as they were.
+LOG = logging.getLogger("scheduler.claims")
+
+
+def _ratio(own: float | None, default: float) -> float:
+    return default if own is None else own
+
+
+def _check_room(node_id: int, node: sa.Row, usage: Usage, cpu_ratio: float,
+                ram_ratio: float, disk_ratio: float) -> None:
+    """Raise ClaimConflict unless ``usage`` fits on ``node`` (a row with
+    capacity and ``*_used`` columns) with these allocation ratios."""
+    checks = (
+        ("vCPUs", usage.vcpus, node.vcpus_used, node.vcpus, cpu_ratio),
+        ("MB of RAM", usage.memory_mb, node.memory_mb_used, node.memory_mb,
+         ram_ratio),
+        ("GB of disk", usage.disk_gb, node.disk_gb_used, node.local_gb,
+         disk_ratio),
+    )
+    for unit, wanted, taken, capacity, ratio in checks:
+        if wanted > 0 and taken + wanted > capacity * ratio:
+            raise ClaimConflict(node_id, node.host,
+                                f"needs {wanted} {unit}, {taken} of "
+                                f"{capacity} x {ratio:g} claimed")
+
+
+def _new_claim(node_id: int, node: sa.Row, instance_uuid: str,
+               usage: Usage, allocation_id: str, generation: int,
+               changed_at: datetime.datetime) -> Claim:
+    return Claim(allocation_id=allocation_id, instance_uuid=instance_uuid,
+                 node_id=node_id, node_uuid=node.uuid, host=node.host,
+                 nodename=node.hypervisor_hostname, vcpus=usage.vcpus,
+                 memory_mb=usage.memory_mb, disk_gb=usage.disk_gb,
+                 generation=generation, changed_at=changed_at)
+
+
+class Claims:
+    """Claims in the database of ``[database] connection``.
+
+    Thread-safe: every call uses a connection of its own from the pool.
+    The capacity check uses ``[filter_scheduler] *_allocation_ratio`` for
+    nodes without a ratio of their own.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts):
+        self.conf = conf
+
+    @property
+    def engine(self) -> Engine:
+        # Looked up per call: db_api.dispose_engines() (tests, forked
+        # workers) replaces the engine.
+        return db_api.get_engine(self.conf, pre_ping=False)
+
+    def claim(self, node_id: int, instance_uuid: str, usage: Usage,
+              group: str | None = None,
+              allocation_id: str | None = None) -> Claim:
+        """Claim ``usage`` on node ``node_id`` for ``instance_uuid``.
+
+        Raises ClaimConflict when the node lacks room (capacity x
+        allocation ratio, per resource; a resource not asked for is not
+        checked, as in the filters) or no longer exists. When the insert
+        finds the instance already holding a claim (on any node: the
+        unique ``instance_uuid``), that claim is returned with
+        ``existing`` set and nothing is claimed; callers look up existing
+        claims with ``find()`` first, as the capacity check comes before
+        the insert. ``allocation_id`` defaults to a new uuid.
+        """
+        # One id for every attempt: a claim found under it was made by
+        # this call (an attempt whose reply the lost connection swallowed).
+        allocation_id = allocation_id or str(uuid.uuid4())
+        retries = retry.Retries(duplicates=True)
+
+        def log_retry(state: tenacity.RetryCallState) -> None:
+            error = state.outcome.exception()
+            if not isinstance(error, sa_exc.IntegrityError):
+                LOG.debug("Claim for %s on node %s failed (%s); retrying",
+                          instance_uuid, node_id, db_api.one_line(error))
+
+        return retry.run(
+            lambda: self._claim_or_held(node_id, instance_uuid, usage, group,
+                                        allocation_id, retries),
+            retries, log_retry)
+
+    def _claim_or_held(self, node_id: int, instance_uuid: str, usage: Usage,
+                       group: str | None, allocation_id: str,
+                       retries: retry.Retries) -> Claim:
+        """One attempt of ``claim``: the claim made, else the one the
+        instance holds after a duplicate key. The duplicate key propagates
+        when the instance holds none."""
+        try:
+            return self._claim(node_id, instance_uuid, usage, group,
+                               allocation_id)
+        except sa_exc.IntegrityError:
+            # The unique instance_uuid: a concurrent request for the
+            # same instance claimed first. Its claim is the answer.
+            try:
+                held = self.find([instance_uuid]).get(instance_uuid)
+            except BaseException as e:
+                retries.final = e  # not retried: it ends the call
+                raise
+            if held is not None:
+                if held.allocation_id == allocation_id:
+                    return dataclasses.replace(held, existing=False)
+                return held
+            # Released in the meantime (or another constraint): the
+            # next attempt tells which.
+            raise
+
+    def _claim(self, node_id: int, instance_uuid: str, usage: Usage,
+               group: str | None, allocation_id: str) -> Claim:
+        engine = self.engine
+        if engine.dialect.name == "postgresql":
+            claim = self._swap_claim(engine, node_id, instance_uuid, usage,
+                                     group, allocation_id)
+            if claim is not None:
+                return claim
+        return self._locked_claim(engine, node_id, instance_uuid, usage,
+                                  group, allocation_id)
+
+    def _swap_claim(self, engine: Engine, node_id: int, instance_uuid: str,
+                    usage: Usage, group: str | None, allocation_id: str
+                    ) -> Claim | None:
+        """The claim in one statement (``sql.CAS_CLAIM``); None when the
+        node's generation moved under it."""
+        opts = self.conf.filter_scheduler
+        now = models.utcnow()
+        with engine.connect() as connection:
+            node = connection.execution_options(
+                isolation_level="AUTOCOMMIT").execute(sql.CAS_CLAIM, {
+                    "node_id": node_id, "now": now,
+                    "cpu_ratio": opts.cpu_allocation_ratio,
+                    "ram_ratio": opts.ram_allocation_ratio,
+                    "disk_ratio": opts.disk_allocation_ratio,
+                    "vcpus": usage.vcpus, "memory_mb": usage.memory_mb,
+                    "disk_gb": usage.disk_gb, "uuid": allocation_id,
+                    "instance_uuid": instance_uuid,
+                    "instance_group": group}).one_or_none()
+        if node is None:
+            raise ClaimConflict(node_id, "?", "the node no longer exists")
+        if not node.claimed:
+            # Full as read, else the generation moved: decide under the
+            # row lock.
+            _check_room(node_id, node, usage, node.cpu_ratio,
+                        node.ram_ratio, node.disk_ratio)
+            return None
+        # The swap bumped the generation it read.
+        return _new_claim(node_id, node, instance_uuid, usage,
+                          allocation_id, node.generation + 1, now)
+
+    def _locked_claim(self, engine: Engine, node_id: int,
+                      instance_uuid: str, usage: Usage, group: str | None,
+                      allocation_id: str) -> Claim:
+        opts = self.conf.filter_scheduler
+        now = models.utcnow()
+        with write_transaction(engine) as connection:
+            # The bump comes first: it takes the node's row lock, waiting
+            # for any other claim on the node to commit, and the rollback
+            # undoes it when the node turns out full.
+            if connection.execute(sql.BUMP, {"node_id": node_id,
+                                          "now": now}).rowcount == 0:
+                raise ClaimConflict(node_id, "?", "the node no longer "
+                                    "exists")
+            # A statement of its own, after the lock: under READ
+            # COMMITTED its snapshot holds every claim committed on the
+            # node.
+            node = connection.execute(sql.NODE_USAGE,
+                                      {"node_id": node_id}).one()
+            _check_room(node_id, node, usage,
+                        _ratio(node.cpu_allocation_ratio,
+                               opts.cpu_allocation_ratio),
+                        _ratio(node.ram_allocation_ratio,
+                               opts.ram_allocation_ratio),
+                        _ratio(node.disk_allocation_ratio,
+                               opts.disk_allocation_ratio))
+            connection.execute(sql.INSERT, {
+                "uuid": allocation_id, "instance_uuid": instance_uuid,
+                "compute_node_id": node_id, "vcpus": usage.vcpus,
+                "memory_mb": usage.memory_mb, "disk_gb": usage.disk_gb,
+                "instance_group": group, "created_at": now})
+        # Read after the bump, in its transaction: the bumped generation.
+        return _new_claim(node_id, node, instance_uuid, usage,
+                          allocation_id, node.generation, now)
+
+    def find(self, instance_uuids: Iterable[str]) -> dict[str, Claim]:
+        """The claims held by these instances, by instance uuid (instances
+        without one are absent). Each has ``existing`` set."""
+        wanted = list(dict.fromkeys(instance_uuids))
+        found: dict[str, Claim] = {}
+        if not wanted:
+            return found
+        with self.engine.connect() as connection:
+            for start in range(0, len(wanted), sql.IN_CHUNK):
+                rows = connection.execute(sql.CLAIMS_OF, {
+                    "uuids": wanted[start:start + sql.IN_CHUNK]}).all()
+                for row in rows:
+                    found[row[1]] = Claim(*row, existing=True)
+        return found
+
+    def release(self, instance_uuid: str) -> bool:
+        """Delete the instance's claim; False when it held none."""
+        return self._release(sql.ALLOCATIONS.c.instance_uuid == instance_uuid)
+
+    def release_allocation(self, allocation_id: str,
+                           made_before: datetime.datetime | None = None
+                           ) -> bool:
+        """Delete one allocation by its own uuid; False when it is gone.
+
+        Used to undo the claims of a failed request: by allocation, so
+        that a claim some other request made for the same instance in the
+        meantime is never touched. With ``made_before``, an allocation
+        stamped later (a retry of the request took it over, ``keep``) is
+        spared too, whichever process the retry reached.
+        """
+        where = sql.ALLOCATIONS.c.uuid == allocation_id
+        if made_before is not None:
+            where &= sql.ALLOCATIONS.c.created_at <= made_before
+        return self._release(where)
+
+    def keep(self, claim: Claim) -> bool:
+        """Take over an existing claim that a failed request may have left
+        for release (by this process or any other): stamped anew, so
+        that a release deferred before now spares it. False when it is
+        gone (released meanwhile): the caller must claim again."""
+        now = models.utcnow()
+        with write_transaction(self.engine) as connection:
+            # The node first, the order of every writer; its change key
+            # moves so that host caches read the new stamp.
+            connection.execute(sql.BUMP, {"node_id": claim.node_id,
+                                          "now": now})
+            kept = connection.execute(
+                sql.ALLOCATIONS.update()
+                .where(sql.ALLOCATIONS.c.uuid == claim.allocation_id)
+                .values(created_at=now)).rowcount
+            if kept != 1:
+                connection.rollback()
+                return False
+        return True
+
+    def _release(self, where: sa.ColumnElement) -> bool:
+        return retry.run(lambda: self._release_once(where), retry.Retries())
+
+    def _release_once(self, where: sa.ColumnElement) -> bool:
+        with write_transaction(self.engine) as connection:
+            node_id = connection.execute(
+                sa.select(sql.ALLOCATIONS.c.compute_node_id)
+                .where(where)).scalar()
+            if node_id is None:
+                return False
+            # Node row first, then the allocation: the order claims lock
+            # in, so that a release and a claim never deadlock.
+            connection.execute(sql.BUMP, {"node_id": node_id,
+                                          "now": models.utcnow()})
+            deleted = connection.execute(
+                sql.ALLOCATIONS.delete().where(where)).rowcount
+            if deleted != 1:
+                # Released concurrently: undo the bump, report nothing
+                # released.
+                connection.rollback()
+                return False
+        return True
