@@ -186,8 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_single(server.SchedulerWorker(
             CONF, manager, command_line=command_line))
     del manager
-    return server.run_workers(CONF, workers, manager_mod.SchedulerManager,
-                              command_line)
+    status = server.run_workers(CONF, workers, manager_mod.SchedulerManager,
+                                command_line)
+    LOG.info("%s stopped", PROG)
+    return status
 
 
 if __name__ == "__main__":
