@@ -45,7 +45,10 @@ calls), ``server_cpu_ms`` (CPU time of the server process per call),
 that found their host taken by a concurrent worker and had to try
 another, DESIGN §9: the service's ``scheduler_claim_conflicts_total``
 over that plus ``scheduler_claims_total``, scraped from its Prometheus
-exporter on a free local port before and after the timed calls) and
+exporter on a free local port before and after the timed calls),
+``db_cpu_ms`` (select cases, PostgreSQL on this machine: CPU time of the
+PostgreSQL backends connected to the run's database per call: claims,
+host-cache refreshes, everything the service asks of the database) and
 ``load1`` (load average when the case started; the broker, the database,
 the server and this client share the machine).
 
@@ -503,6 +506,29 @@ def conflict_rate(before: tuple[float, float],
     return conflicts / attempts if attempts else 0.0
 
 
+def backend_cpu_seconds(admin_url: str, database: str
+                        ) -> dict[int, float] | None:
+    """CPU time (user + system) of each PostgreSQL backend connected to
+    ``database``, by pid; None unless the server runs on this machine."""
+    parsed = sa.engine.make_url(admin_url)
+    if (parsed.host or "127.0.0.1") not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    admin = sa.create_engine(admin_url, poolclass=sa.pool.NullPool)
+    try:
+        with admin.connect() as connection:
+            pids = connection.execute(sa.text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = :name"),
+                {"name": database}).scalars().all()
+    finally:
+        admin.dispose()
+    seconds = {}
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(pid).cpu_times()
+            seconds[pid] = times.user + times.system
+    return seconds
+
+
 def count_claims(engine: sa.Engine) -> int:
     with engine.connect() as connection:
         return connection.execute(sa.select(sa.func.count()).select_from(
@@ -591,6 +617,8 @@ class Result:
     echo: "Result | None" = None
     #: select cases: claims that conflicted over claim attempts.
     conflict_rate: float | None = None
+    #: select cases: the database backends' CPU ms per call.
+    db_cpu_ms: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -620,6 +648,8 @@ class Result:
                    f"server_cpu_ms={self.server_cpu_ms:.2f}"]
         if self.conflict_rate is not None:
             fields.append(f"conflict_rate={self.conflict_rate:.4f}")
+        if self.db_cpu_ms is not None:
+            fields.append(f"db_cpu_ms={self.db_cpu_ms:.2f}")
         fields.append(f"load1={self.load1:.2f}")
         return " ".join(fields)
 
@@ -662,6 +692,7 @@ class Bench:
                      db_url, self.tmp / "state", self.args.workers,
                      self.metrics_port)
         self.conf = load_config(self.config_path)
+        self.database = sa.engine.make_url(db_url).database
         self.engine = db_api.get_engine(self.conf)
         migration.db_sync(self.engine)
         self.transport = self.oslo_messaging.get_rpc_transport(
@@ -706,9 +737,19 @@ class Bench:
             load1 = os.getloadavg()[0]
             counters = (claim_counters(self.metrics_port) if claims
                         else None)
+            db_before = (backend_cpu_seconds(self.args.db_admin_url,
+                                             self.database) if claims
+                         else None)
             cpu = server.cpu_seconds()
             timing = run_calls(call, calls, threads, self.stop)
             cpu = server.cpu_seconds() - cpu
+            db_cpu = None
+            if db_before is not None:
+                db_after = backend_cpu_seconds(self.args.db_admin_url,
+                                               self.database) or {}
+                # A backend that connected meanwhile counts from zero.
+                db_cpu = sum(seconds - db_before.get(pid, 0.0)
+                             for pid, seconds in db_after.items())
             rate = None
             if counters is not None:
                 after = claim_counters(self.metrics_port)
@@ -724,7 +765,9 @@ class Bench:
             result = Result(kind, hosts, threads, timing,
                             cpu * 1000 / calls, load1,
                             None if echo is None else echo.get(threads),
-                            conflict_rate=rate)
+                            conflict_rate=rate,
+                            db_cpu_ms=None if db_cpu is None
+                            else db_cpu * 1000 / calls)
             print(result.line(), flush=True)
             if timing.errors:
                 print(f"# {timing.errors} failed call(s), first: "
