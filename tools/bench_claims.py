@@ -28,17 +28,26 @@ In one run:
 3. after ``--warmup`` seconds the claims that start and end within the
    next ``--seconds`` seconds are counted and timed.
 
+``--report`` measures the other write every node makes instead of claims:
+what a compute monitor's report does to its node's row (the metrics
+column, ~20 metrics, the usage columns, the time stamps and the
+generation, in one transaction, as ``compute_monitor.agent`` writes it),
+on a uniformly random node: a region of N nodes reporting every I
+seconds makes N / I of them per second.
+
 One machine-readable line per case::
 
-    processes=4 threads=1 hosts=1000 claims=12345 per_s=1234 p50_ms=2.9 \
-p99_ms=9.1 db_cpu_ms=0.41 client_cpu_ms=1.10 conflicts=0 errors=0 load1=1.9
+    processes=4 threads=1 hosts=1000 kind=claim calls=12345 per_s=1234 \
+p50_ms=2.9 p99_ms=9.1 db_cpu_ms=0.41 client_cpu_ms=1.10 conflicts=0 \
+errors=0 load1=1.9
 
-``per_s``: claims (with ``--release``, claim-and-release pairs) per
-second; ``db_cpu_ms``: CPU time of the PostgreSQL backends serving the
-scratch database per claim (user + system, read from /proc through
+``kind``: ``claim``, ``claim+release`` or ``report``; ``per_s``: calls
+(claims, claim-and-release pairs or reports) per second; ``db_cpu_ms``:
+CPU time of the PostgreSQL backends serving the scratch database per
+call (user + system, read from /proc through
 psutil, so only for a server on this machine, and without the WAL
 writer, checkpointer and other shared background processes);
-``client_cpu_ms``: CPU time of the claiming processes per claim;
+``client_cpu_ms``: CPU time of the claiming processes per call;
 ``conflicts``: claims refused because the node was full (none unless
 ``--hosts`` is small and ``--release`` off). The claims and this client
 share the machine with the server: on a machine of few cores the client's
@@ -49,15 +58,16 @@ The scratch database is dropped at the end, also after a failure,
 Ctrl-C or SIGTERM; the processes it started are stopped by their PIDs.
 
 Usage: ``tools/bench_claims.py [--processes P]... [--threads T]
-[--hosts N] [--preload K] [--seconds S] [--warmup S] [--release]
-[--db-admin-url URL]``; by default 1, 2, 4 and 8 processes of one thread
-on 1,000 hosts holding 20 claims each, 10 s per case after 2 s of
-warm-up.
+[--hosts N] [--preload K] [--seconds S] [--warmup S] [--release |
+--report] [--db-admin-url URL]``; by default 1, 2, 4 and 8 processes
+of one thread on 1,000 hosts holding 20 claims each, 10 s per case after
+2 s of warm-up.
 """
 
 import argparse
 import contextlib
 import dataclasses
+import json
 import multiprocessing
 import os
 import random
@@ -173,11 +183,29 @@ class Tally:
     first_error: str | None = None
 
 
+_NODES = models.ComputeNode.__table__
+#: What compute_monitor.agent's write_report sends.
+_REPORT = _NODES.update().where(_NODES.c.id == sa.bindparam("node_id")
+                                ).values(generation=_NODES.c.generation + 1)
+
+
+def report(engine: sa.Engine, node_id: int, rng: random.Random) -> None:
+    """One monitor report of node ``node_id``."""
+    now = models.utcnow()
+    metrics = json.loads(bench_engine._metrics(rng, now.isoformat() + "Z"))
+    used = next(m["value"] for m in metrics if m["name"] == "memory.used")
+    with engine.begin() as connection:
+        connection.execute(_REPORT, {
+            "node_id": node_id, "metrics": json.dumps(metrics),
+            "metrics_updated_at": now, "updated_at": now, "changed_at": now,
+            "memory_mb_used": int(used / 2**20), "local_gb_used": 100})
+
+
 def claim_loop(store: claims.Claims, node_ids: list[int], release: bool,
-               window: tuple[float, float], tally: Tally,
+               reports: bool, window: tuple[float, float], tally: Tally,
                lock: threading.Lock, seed: int) -> None:
-    """Claim (and release) back to back until the window ends; records
-    the calls that start and end inside it."""
+    """Claim (and release), or report, back to back until the window
+    ends; records the calls that start and end inside it."""
     rng = random.Random(seed)
     start_at, stop_at = window
     while True:
@@ -187,9 +215,12 @@ def claim_loop(store: claims.Claims, node_ids: list[int], release: bool,
         instance = str(uuid.uuid4())
         outcome = "claimed"
         try:
-            store.claim(rng.choice(node_ids), instance, USAGE)
-            if release:
-                store.release(instance)
+            if reports:
+                report(store.engine, rng.choice(node_ids), rng)
+            else:
+                store.claim(rng.choice(node_ids), instance, USAGE)
+                if release:
+                    store.release(instance)
         except claims.ClaimConflict:
             outcome = "conflict"
         except Exception as e:
@@ -208,8 +239,9 @@ def claim_loop(store: claims.Claims, node_ids: list[int], release: bool,
 
 
 def claiming_process(url: str, node_ids: list[int], threads: int,
-                     release: bool, window: tuple[float, float],
-                     seed: int, report: Connection) -> None:
+                     release: bool, reports: bool,
+                     window: tuple[float, float], seed: int,
+                     pipe: Connection) -> None:
     """One process: ``threads`` threads claiming through one engine."""
     # The parent's signal handlers and engines are not this process's.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -219,18 +251,19 @@ def claiming_process(url: str, node_ids: list[int], threads: int,
     tally = Tally()
     lock = threading.Lock()
     workers = [threading.Thread(
-        target=claim_loop, args=(store, node_ids, release, window, tally,
-                                 lock, seed * 1000 + index), daemon=True)
+        target=claim_loop, args=(store, node_ids, release, reports, window,
+                                 tally, lock, seed * 1000 + index),
+        daemon=True)
         for index in range(threads)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
-    report.send(dataclasses.asdict(tally))
+    pipe.send(dataclasses.asdict(tally))
     # The connections (and their backends, whose CPU time the parent
     # reads) stay until the parent has read it.
-    report.poll(REPORT_TIMEOUT)
-    report.close()
+    pipe.poll(REPORT_TIMEOUT)
+    pipe.close()
     db_api.dispose_engines()
 
 
@@ -288,14 +321,14 @@ class Case:
     def claims(self) -> int:
         return len(self.samples_ms)
 
-    def line(self, release: bool) -> str:
+    def line(self, kind: str) -> str:
         ordered = sorted(self.samples_ms) or [float("nan")]
         p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
         per_claim = max(self.claims, 1)
         fields = [
             f"processes={self.processes}", f"threads={self.threads}",
-            f"hosts={self.hosts}", f"release={str(release).lower()}",
-            f"claims={self.claims}",
+            f"hosts={self.hosts}", f"kind={kind}",
+            f"calls={self.claims}",
             f"per_s={self.claims / self.seconds:.0f}",
             f"p50_ms={statistics.median(ordered):.2f}",
             f"p99_ms={p99:.2f}",
@@ -319,7 +352,7 @@ def run_case(args: argparse.Namespace, url: str, database: str,
             child = context.Process(
                 target=claiming_process,
                 args=(url, node_ids, args.threads, args.release,
-                      (start_at, stop_at), index + 1, theirs),
+                      args.report, (start_at, stop_at), index + 1, theirs),
                 name=f"bench-claims-{index}", daemon=True)
             child.start()
             theirs.close()
@@ -398,6 +431,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "window (default 2)")
     parser.add_argument("--release", action="store_true",
                         help="release each claim right after making it")
+    parser.add_argument("--report", action="store_true",
+                        help="time monitor reports (row updates) instead "
+                        "of claims")
     parser.add_argument("--db-admin-url",
                         default=os.environ.get("SCHEDULER_TEST_PG_URL")
                         or DEFAULT_PG_ADMIN_URL,
@@ -410,6 +446,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--processes, --threads and --hosts must be >= 1")
     if args.preload < 0 or args.seconds <= 0 or args.warmup < 0:
         parser.error("--preload and --warmup must be >= 0, --seconds > 0")
+    if args.release and args.report:
+        parser.error("--release and --report exclude each other")
     if sa.engine.make_url(args.db_admin_url).get_backend_name() \
             != "postgresql":
         parser.error("--db-admin-url must be a PostgreSQL URL")
@@ -427,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with scratch_database(args.db_admin_url) as (database, url):
             node_ids = write_fleet(url, args.hosts, args.preload)
+            kind = ("report" if args.report else
+                    "claim+release" if args.release else "claim")
             print(f"# {os.cpu_count()} CPUs, load "
                   f"{os.getloadavg()[0]:.2f}; "
                   f"{server_settings(args.db_admin_url)}; database "
@@ -434,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
                   "claims each", flush=True)
             for processes in args.processes:
                 case = run_case(args, url, database, node_ids, processes)
-                print(case.line(args.release), flush=True)
+                print(case.line(kind), flush=True)
                 if case.errors:
                     print(f"# {case.errors} failed claim(s), first: "
                           f"{case.first_error}", flush=True)
