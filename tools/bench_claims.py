@@ -33,7 +33,10 @@ what a compute monitor's report does to its node's row (the metrics
 column, ~20 metrics, the usage columns, the time stamps and the
 generation, in one transaction, as ``compute_monitor.agent`` writes it),
 on a uniformly random node: a region of N nodes reporting every I
-seconds makes N / I of them per second.
+seconds makes N / I of them per second. ``--read`` times what a host
+cache's full load reads: every node row, all columns (each scheduler
+worker does one every ``[filter_scheduler] full_refresh_interval``
+seconds, and its incremental refreshes read each changed row once).
 
 One machine-readable line per case::
 
@@ -41,8 +44,9 @@ One machine-readable line per case::
 p50_ms=2.9 p99_ms=9.1 db_cpu_ms=0.41 client_cpu_ms=1.10 conflicts=0 \
 errors=0 load1=1.9
 
-``kind``: ``claim``, ``claim+release`` or ``report``; ``per_s``: calls
-(claims, claim-and-release pairs or reports) per second; ``db_cpu_ms``:
+``kind``: ``claim``, ``claim+release``, ``report`` or ``read``;
+``per_s``: calls (claims, claim-and-release pairs, reports or full reads)
+per second; ``db_cpu_ms``:
 CPU time of the PostgreSQL backends serving the scratch database per
 call (user + system, read from /proc through
 psutil, so only for a server on this machine, and without the WAL
@@ -59,7 +63,7 @@ Ctrl-C or SIGTERM; the processes it started are stopped by their PIDs.
 
 Usage: ``tools/bench_claims.py [--processes P]... [--threads T]
 [--hosts N] [--preload K] [--seconds S] [--warmup S] [--release |
---report] [--db-admin-url URL]``; by default 1, 2, 4 and 8 processes
+--report | --read] [--db-admin-url URL]``; by default 1, 2, 4 and 8 processes
 of one thread on 1,000 hosts holding 20 claims each, 10 s per case after
 2 s of warm-up.
 """
@@ -201,8 +205,17 @@ def report(engine: sa.Engine, node_id: int, rng: random.Random) -> None:
             "memory_mb_used": int(used / 2**20), "local_gb_used": 100})
 
 
+_ALL_NODES = sa.select(_NODES)
+
+
+def read_all(engine: sa.Engine) -> None:
+    """What a full load of the host cache reads of the nodes."""
+    with engine.connect() as connection:
+        connection.execute(_ALL_NODES).fetchall()
+
+
 def claim_loop(store: claims.Claims, node_ids: list[int], release: bool,
-               reports: bool, window: tuple[float, float], tally: Tally,
+               mode: str, window: tuple[float, float], tally: Tally,
                lock: threading.Lock, seed: int) -> None:
     """Claim (and release), or report, back to back until the window
     ends; records the calls that start and end inside it."""
@@ -215,8 +228,10 @@ def claim_loop(store: claims.Claims, node_ids: list[int], release: bool,
         instance = str(uuid.uuid4())
         outcome = "claimed"
         try:
-            if reports:
+            if mode == "report":
                 report(store.engine, rng.choice(node_ids), rng)
+            elif mode == "read":
+                read_all(store.engine)
             else:
                 store.claim(rng.choice(node_ids), instance, USAGE)
                 if release:
@@ -239,7 +254,7 @@ def claim_loop(store: claims.Claims, node_ids: list[int], release: bool,
 
 
 def claiming_process(url: str, node_ids: list[int], threads: int,
-                     release: bool, reports: bool,
+                     release: bool, mode: str,
                      window: tuple[float, float], seed: int,
                      pipe: Connection) -> None:
     """One process: ``threads`` threads claiming through one engine."""
@@ -251,7 +266,7 @@ def claiming_process(url: str, node_ids: list[int], threads: int,
     tally = Tally()
     lock = threading.Lock()
     workers = [threading.Thread(
-        target=claim_loop, args=(store, node_ids, release, reports, window,
+        target=claim_loop, args=(store, node_ids, release, mode, window,
                                  tally, lock, seed * 1000 + index),
         daemon=True)
         for index in range(threads)]
@@ -352,7 +367,7 @@ def run_case(args: argparse.Namespace, url: str, database: str,
             child = context.Process(
                 target=claiming_process,
                 args=(url, node_ids, args.threads, args.release,
-                      args.report, (start_at, stop_at), index + 1, theirs),
+                      args.mode, (start_at, stop_at), index + 1, theirs),
                 name=f"bench-claims-{index}", daemon=True)
             child.start()
             theirs.close()
@@ -431,9 +446,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "window (default 2)")
     parser.add_argument("--release", action="store_true",
                         help="release each claim right after making it")
-    parser.add_argument("--report", action="store_true",
-                        help="time monitor reports (row updates) instead "
-                        "of claims")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--report", dest="mode", action="store_const",
+                       const="report", default="claim",
+                       help="time monitor reports (row updates) instead "
+                       "of claims")
+    modes.add_argument("--read", dest="mode", action="store_const",
+                       const="read",
+                       help="time full reads of every node row instead "
+                       "of claims")
     parser.add_argument("--db-admin-url",
                         default=os.environ.get("SCHEDULER_TEST_PG_URL")
                         or DEFAULT_PG_ADMIN_URL,
@@ -446,8 +467,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--processes, --threads and --hosts must be >= 1")
     if args.preload < 0 or args.seconds <= 0 or args.warmup < 0:
         parser.error("--preload and --warmup must be >= 0, --seconds > 0")
-    if args.release and args.report:
-        parser.error("--release and --report exclude each other")
+    if args.release and args.mode != "claim":
+        parser.error("--release goes with claims only")
     if sa.engine.make_url(args.db_admin_url).get_backend_name() \
             != "postgresql":
         parser.error("--db-admin-url must be a PostgreSQL URL")
@@ -465,8 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with scratch_database(args.db_admin_url) as (database, url):
             node_ids = write_fleet(url, args.hosts, args.preload)
-            kind = ("report" if args.report else
-                    "claim+release" if args.release else "claim")
+            kind = ("claim+release" if args.mode == "claim"
+                    and args.release else args.mode)
             print(f"# {os.cpu_count()} CPUs, load "
                   f"{os.getloadavg()[0]:.2f}; "
                   f"{server_settings(args.db_admin_url)}; database "
