@@ -40,7 +40,15 @@ ratio_per_s=0.56 p50_delta_ms=1.30 ...
 ``p50_delta_ms``: p50 minus the echo's), then a table with the targets
 of issue 4: >= 0.7x echo throughput at 1,000 hosts, >= 0.5x at 5,000,
 p50 <= echo p50 + 2 ms at 1,000 hosts. Extra fields: ``errors`` (failed
-calls), ``server_cpu_ms`` (CPU time of the server process per call) and
+calls), ``server_cpu_ms`` (CPU time of the server process per call),
+``conflict_rate`` (select cases: the fraction of the timed calls' claims
+that found their host taken by a concurrent worker and had to try
+another, DESIGN §9: the service's ``scheduler_claim_conflicts_total``
+over that plus ``scheduler_claims_total``, scraped from its Prometheus
+exporter on a free local port before and after the timed calls),
+``db_cpu_ms`` (select cases, PostgreSQL on this machine: CPU time of the
+PostgreSQL backends connected to the run's database per call: claims,
+host-cache refreshes, everything the service asks of the database) and
 ``load1`` (load average when the case started; the broker, the database,
 the server and this client share the machine).
 
@@ -72,6 +80,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -79,6 +88,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -91,6 +101,7 @@ import kombu
 import psutil
 import sqlalchemy as sa
 from oslo_config import cfg
+from prometheus_client import parser as prometheus_parser
 
 try:
     # tools/ is sys.path[0] when this file runs as a script.
@@ -238,8 +249,16 @@ def engine_overrides() -> dict[str, dict[str, object]]:
     return overrides
 
 
+def free_port() -> int:
+    """A TCP port nothing listens on at the moment."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def write_config(path: Path, names: BusNames, transport_url: str,
-                 db_url: str, state_path: Path, workers: int = 1) -> None:
+                 db_url: str, state_path: Path, workers: int = 1,
+                 metrics_port: int = 0) -> None:
     sections: dict[str, dict[str, object]] = {
         "DEFAULT": {"transport_url": transport_url,
                     "control_exchange": names.exchange,
@@ -247,7 +266,9 @@ def write_config(path: Path, names: BusNames, transport_url: str,
                     "host": names.host,
                     "state_path": state_path},
         "database": {"connection": db_url},
-        "scheduler": {"workers": workers},
+        # The exporter tells the claims and conflicts (conflict_rate).
+        "scheduler": {"workers": workers, "metrics_port": metrics_port,
+                      "metrics_host": "127.0.0.1"},
         # The fleet is written once and no monitor reports during the
         # run: heartbeats and metrics must not expire (same checks, a
         # day's margin).
@@ -456,6 +477,58 @@ def reset_fleet(engine: sa.Engine, size: int) -> float:
     return written
 
 
+#: The exporter's counters conflict_rate is computed from.
+CLAIMS_SAMPLE = "scheduler_claims_total"
+CONFLICTS_SAMPLE = "scheduler_claim_conflicts_total"
+
+
+def claim_counters(port: int) -> tuple[float, float]:
+    """(claims made, claims that conflicted) since the service started,
+    from its Prometheus exporter (the sums of all its workers)."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    with urllib.request.urlopen(url, timeout=CALL_TIMEOUT) as response:
+        text = response.read().decode()
+    totals = {CLAIMS_SAMPLE: 0.0, CONFLICTS_SAMPLE: 0.0}
+    for family in prometheus_parser.text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in totals:
+                totals[sample.name] += sample.value
+    return totals[CLAIMS_SAMPLE], totals[CONFLICTS_SAMPLE]
+
+
+def conflict_rate(before: tuple[float, float],
+                  after: tuple[float, float]) -> float:
+    """Conflicts over claim attempts (claims made plus conflicts) between
+    two ``claim_counters`` readings."""
+    claims = after[0] - before[0]
+    conflicts = after[1] - before[1]
+    attempts = claims + conflicts
+    return conflicts / attempts if attempts else 0.0
+
+
+def backend_cpu_seconds(admin_url: str, database: str
+                        ) -> dict[int, float] | None:
+    """CPU time (user + system) of each PostgreSQL backend connected to
+    ``database``, by pid; None unless the server runs on this machine."""
+    parsed = sa.engine.make_url(admin_url)
+    if (parsed.host or "127.0.0.1") not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    admin = sa.create_engine(admin_url, poolclass=sa.pool.NullPool)
+    try:
+        with admin.connect() as connection:
+            pids = connection.execute(sa.text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = :name"),
+                {"name": database}).scalars().all()
+    finally:
+        admin.dispose()
+    seconds = {}
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(pid).cpu_times()
+            seconds[pid] = times.user + times.system
+    return seconds
+
+
 def count_claims(engine: sa.Engine) -> int:
     with engine.connect() as connection:
         return connection.execute(sa.select(sa.func.count()).select_from(
@@ -542,6 +615,10 @@ class Result:
     server_cpu_ms: float
     load1: float
     echo: "Result | None" = None
+    #: select cases: claims that conflicted over claim attempts.
+    conflict_rate: float | None = None
+    #: select cases: the database backends' CPU ms per call.
+    db_cpu_ms: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -568,8 +645,12 @@ class Result:
             fields += [f"ratio_per_s={ratio:.2f}",
                        f"p50_delta_ms={delta:.2f}"]
         fields += [f"errors={self.timing.errors}",
-                   f"server_cpu_ms={self.server_cpu_ms:.2f}",
-                   f"load1={self.load1:.2f}"]
+                   f"server_cpu_ms={self.server_cpu_ms:.2f}"]
+        if self.conflict_rate is not None:
+            fields.append(f"conflict_rate={self.conflict_rate:.4f}")
+        if self.db_cpu_ms is not None:
+            fields.append(f"db_cpu_ms={self.db_cpu_ms:.2f}")
+        fields.append(f"load1={self.load1:.2f}")
         return " ".join(fields)
 
     def verdicts(self) -> list[str]:
@@ -600,6 +681,7 @@ class Bench:
         self.tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(
             prefix="bench-service-")))
         self.config_path = self.tmp / "bench.conf"
+        self.metrics_port = free_port()
         self.oslo_messaging = _messaging()
         #: select_destinations calls answered with a claim since the
         #: current fleet was written.
@@ -607,8 +689,10 @@ class Bench:
 
     def setup(self, db_url: str) -> None:
         write_config(self.config_path, self.names, self.args.transport_url,
-                     db_url, self.tmp / "state", self.args.workers)
+                     db_url, self.tmp / "state", self.args.workers,
+                     self.metrics_port)
         self.conf = load_config(self.config_path)
+        self.database = sa.engine.make_url(db_url).database
         self.engine = db_api.get_engine(self.conf)
         migration.db_sync(self.engine)
         self.transport = self.oslo_messaging.get_rpc_transport(
@@ -633,9 +717,11 @@ class Bench:
 
     def measure(self, kind: str, hosts: int | None, call: Callable[[], Any],
                 calls: int, server: ServerProcess,
-                echo: dict[int, Result] | None, warm_until: float = 0.0
-                ) -> list[Result]:
-        """Warm up, then time ``calls`` calls, for each thread count."""
+                echo: dict[int, Result] | None, warm_until: float = 0.0,
+                claims: bool = False) -> list[Result]:
+        """Warm up, then time ``calls`` calls, for each thread count;
+        ``claims``: the calls claim, and their conflict rate is read from
+        the server's exporter."""
         results = []
         for threads in self.args.threads or DEFAULT_THREADS:
             warmup = run_calls(call, self.args.warmup, threads, self.stop)
@@ -649,16 +735,39 @@ class Bench:
                 raise RuntimeError(f"{kind}: every warm-up call failed: "
                                    f"{warmup.first_error}")
             load1 = os.getloadavg()[0]
+            counters = (claim_counters(self.metrics_port) if claims
+                        else None)
+            db_before = (backend_cpu_seconds(self.args.db_admin_url,
+                                             self.database) if claims
+                         else None)
             cpu = server.cpu_seconds()
             timing = run_calls(call, calls, threads, self.stop)
             cpu = server.cpu_seconds() - cpu
+            db_cpu = None
+            if db_before is not None:
+                db_after = backend_cpu_seconds(self.args.db_admin_url,
+                                               self.database) or {}
+                # A backend that connected meanwhile counts from zero.
+                db_cpu = sum(seconds - db_before.get(pid, 0.0)
+                             for pid, seconds in db_after.items())
+            rate = None
+            if counters is not None:
+                after = claim_counters(self.metrics_port)
+                rate = conflict_rate(counters, after)
+                if after[0] - counters[0] < len(timing.samples_ms):
+                    print(f"# the exporter counted {after[0] - counters[0]:g}"
+                          f" claims for {len(timing.samples_ms)} successful"
+                          " calls", flush=True)
             self.succeeded += len(timing.samples_ms)
             if not timing.samples_ms:
                 raise RuntimeError(f"{kind}: every call failed: "
                                    f"{timing.first_error}")
             result = Result(kind, hosts, threads, timing,
                             cpu * 1000 / calls, load1,
-                            None if echo is None else echo.get(threads))
+                            None if echo is None else echo.get(threads),
+                            conflict_rate=rate,
+                            db_cpu_ms=None if db_cpu is None
+                            else db_cpu * 1000 / calls)
             print(result.line(), flush=True)
             if timing.errors:
                 print(f"# {timing.errors} failed call(s), first: "
@@ -719,7 +828,8 @@ class Bench:
             results = self.measure("select", hosts,
                                    lambda: select(client), self.args.calls,
                                    server, echo,
-                                   warm_until=written + overlap + 1)
+                                   warm_until=written + overlap + 1,
+                                   claims=True)
         finally:
             server.stop()
         claims = count_claims(self.engine)
@@ -758,7 +868,7 @@ def _context() -> dict:
 
 def print_table(echo: list[Result], selects: list[Result]) -> None:
     rows = [("case", "p50 ms", "p99 ms", "per s", "ratio", "p50 delta",
-             "srv cpu ms", "load", "targets")]
+             "srv cpu ms", "conflicts", "load", "targets")]
     for result in echo + selects:
         case = (f"{result.kind} threads={result.threads}"
                 if result.hosts is None else
@@ -770,8 +880,10 @@ def print_table(echo: list[Result], selects: list[Result]) -> None:
             "" if result.ratio is None else f"{result.ratio:.2f}x",
             "" if result.p50_delta_ms is None
             else f"{result.p50_delta_ms:+.2f} ms",
-            f"{result.server_cpu_ms:.2f}", f"{result.load1:.2f}",
-            "; ".join(result.verdicts())))
+            f"{result.server_cpu_ms:.2f}",
+            "" if result.conflict_rate is None
+            else f"{result.conflict_rate:.2%}",
+            f"{result.load1:.2f}", "; ".join(result.verdicts())))
     widths = [max(len(row[column]) for row in rows)
               for column in range(len(rows[0]) - 1)]
     print()

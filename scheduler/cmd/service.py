@@ -1,9 +1,10 @@
 """``scheduler-service``: serves the scheduler's RPC API (DESIGN §5).
 
-One process by default; ``[scheduler] workers`` > 1 runs that many worker
-processes under oslo.service's process launcher (threading backend, no
-eventlet), all consuming the same queue. The database is the only state the
-workers share: each one opens its own connections after the fork.
+One worker process per CPU by default, as Nova's scheduler; ``[scheduler]
+workers`` sets the number. Several workers run under oslo.service's
+process launcher (threading backend, no eventlet), all consuming the same
+queue. The database is the only state the workers share: each one opens
+its own connections after the fork.
 
 Exit status: 0 after SIGTERM or SIGINT, 2 for a configuration error (one
 line on stderr naming the option and value), 1 when the service could not
@@ -14,6 +15,7 @@ which must select oslo.service's threading backend before they are
 imported (DESIGN §8).
 """
 
+import os
 import signal
 import sys
 import threading
@@ -53,13 +55,34 @@ LOG = logging.getLogger(__name__)
 _LOSSY_TRANSPORTS = ("kombu+sqlalchemy", "kombu+sqla", "kombu+filesystem")
 
 
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask, which taskset and
+    container cpusets narrow), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _in_process_transport(conf: cfg.ConfigOpts) -> bool:
+    try:
+        url = conf.transport_url
+    except cfg.NoSuchOptError:
+        return False
+    return (url or "").partition(":")[0] in rpc.IN_PROCESS_TRANSPORTS
+
+
 def configured_workers(conf: cfg.ConfigOpts) -> int:
-    """``[scheduler] workers``; 1 where that option does not exist."""
+    """``[scheduler] workers``; unset, one per CPU as in Nova, or 1 on an
+    in-process transport (which several processes cannot share) and where
+    that option does not exist."""
     try:
         workers = conf.scheduler.workers
     except cfg.NoSuchOptError:
         return 1
-    return 1 if workers is None else int(workers)
+    if workers is not None:
+        return int(workers)
+    return 1 if _in_process_transport(conf) else cpu_count()
 
 
 def validate_transport(conf: cfg.ConfigOpts) -> None:
@@ -151,8 +174,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if scheme in _LOSSY_TRANSPORTS:
         LOG.warning("transport_url %s loses messages between processes "
                     "under oslo.messaging; use RabbitMQ", scheme)
-    LOG.info("%s starting: %d worker(s), topic %s, broker %s, RPC API %s, "
-             "notifications %s", PROG, workers, CONF.scheduler_topic,
+    per_cpu = (" (one per CPU)" if CONF.scheduler.workers is None
+               and workers > 1 else "")
+    LOG.info("%s starting: %d worker(s)%s, topic %s, broker %s, RPC API %s, "
+             "notifications %s", PROG, workers, per_cpu, CONF.scheduler_topic,
              rpc.safe_transport_url(CONF.transport_url), rpc.RPC_API_VERSION,
              notifications_summary(CONF))
     # The notification sender processes start with the same arguments.
@@ -161,8 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_single(server.SchedulerWorker(
             CONF, manager, command_line=command_line))
     del manager
-    return server.run_workers(CONF, workers, manager_mod.SchedulerManager,
-                              command_line)
+    status = server.run_workers(CONF, workers, manager_mod.SchedulerManager,
+                                command_line)
+    LOG.info("%s stopped", PROG)
+    return status
 
 
 if __name__ == "__main__":

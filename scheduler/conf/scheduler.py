@@ -18,11 +18,14 @@ def _group() -> cfg.OptGroup:
 scheduler_opts = [
     cfg.IntOpt(
         "workers",
-        default=1,
         min=1,
+        sample_default="<number of CPUs>",
         help="Number of worker processes of scheduler-service. Each worker "
         "consumes the same queue and claims in the same database; several "
-        "services on several machines may run side by side.",
+        "services on several machines may run side by side. Unset, as in "
+        "Nova: one worker per CPU this process may run on, or one with an "
+        "in-process transport_url (kombu+memory, fake), which several "
+        "processes cannot share.",
     ),
     cfg.IntOpt(
         "max_claim_rounds",

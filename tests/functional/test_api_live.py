@@ -22,7 +22,9 @@ PACKING = {"name": "packing",
 
 @pytest.fixture
 def service(service_config, start_console_script):  # noqa: F811
-    config = service_config()
+    # One worker: each worker takes a new policy up on its own next
+    # refresh, and the calls below would go to either of several.
+    config = service_config({"scheduler": {"workers": 1}})
     process = start_console_script("scheduler-service", config_file=config)
     wait_for_log(lambda: process.stderr, SERVING, process=process.popen)
     return config, process

@@ -129,7 +129,8 @@ def test_the_service_places_on_the_other_hosts(
     sections["filter_scheduler"] = {
         "enabled_filters": "ComputeFilter,RamFilter,FaultyFilter",
         "weight_classes": "FaultyWeigher"}
-    sections["scheduler"] = {"metrics_port": port,
+    # One worker: the log below holds each traceback once per process.
+    sections["scheduler"] = {"workers": 1, "metrics_port": port,
                              "metrics_host": "127.0.0.1"}
     config = write_config(sections)
     try:

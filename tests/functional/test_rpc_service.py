@@ -529,7 +529,8 @@ def _running(process: psutil.Process) -> bool:
 
 def test_notifications_are_sent_by_a_process_of_their_own(
         service_config, start_console_script):
-    config = service_config()
+    # One worker, so that its sender is a child of the started process.
+    config = service_config({"scheduler": {"workers": 1}})
     conf = client_conf(config)
     process = start_console_script("scheduler-service", config_file=config)
     # After scheduler.rpc chose oslo.service's threading backend (DESIGN
@@ -580,7 +581,8 @@ def test_notifications_are_sent_by_a_process_of_their_own(
 
 def test_the_sender_process_ends_with_its_worker(service_config,
                                                 start_console_script):
-    config = service_config()
+    # One worker, so that its sender is a child of the started process.
+    config = service_config({"scheduler": {"workers": 1}})
     process = start_console_script("scheduler-service", config_file=config)
     wait_for_log(lambda: process.stderr, SERVING, process=process.popen)
     sender, = _senders(process.popen.pid)

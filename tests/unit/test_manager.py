@@ -969,9 +969,10 @@ def test_pending_wait_does_not_hold_the_cluster_lock(conf, mgr, engine):
 
 def test_scheduler_options_and_defaults(conf):
     opts = conf.scheduler
+    # workers unset: one per CPU (scheduler.cmd.service.configured_workers).
     assert (opts.workers, opts.cluster_lock, opts.lock_acquire_timeout,
             opts.lock_hold_timeout, opts.pending_retry_timeout,
-            opts.max_claim_rounds) == (1, False, 30.0, 60.0, 0.0, 10)
+            opts.max_claim_rounds) == (None, False, 30.0, 60.0, 0.0, 10)
     # The group is listed in parts (the cluster policy options are
     # another); the service's own come in this order.
     listed = [opt.name for group, group_opts in scheduler_opts.list_opts()

@@ -675,6 +675,37 @@ def test_configured_workers_falls_back_to_one(conf):
     assert service_cmd.configured_workers(bare) == 1
 
 
+@pytest.mark.parametrize(("url", "expected"), [
+    ("rabbit://guest:guest@127.0.0.1/", 6),
+    # Several processes cannot share an in-process bus: one worker.
+    ("kombu+memory:////", 1),
+    ("fake://", 1),
+])
+def test_unset_workers_are_one_per_cpu(conf, monkeypatch, url, expected):
+    monkeypatch.setattr(service_cmd, "cpu_count", lambda: 6)
+    conf.set_override("transport_url", url)
+    assert conf.scheduler.workers is None
+    assert service_cmd.configured_workers(conf) == expected
+    service_cmd.validate_transport(conf)
+
+
+def test_explicit_workers_are_kept(conf, monkeypatch):
+    monkeypatch.setattr(service_cmd, "cpu_count", lambda: 6)
+    conf.set_override("transport_url", "rabbit://guest:guest@127.0.0.1/")
+    for workers in (1, 3, 12):
+        conf.set_override("workers", workers, group="scheduler")
+        assert service_cmd.configured_workers(conf) == workers
+
+
+def test_cpu_count_is_the_cpus_this_process_may_use(monkeypatch):
+    monkeypatch.setattr(service_cmd.os, "sched_getaffinity",
+                        lambda pid: {0, 2, 5}, raising=False)
+    assert service_cmd.cpu_count() == 3
+    monkeypatch.delattr(service_cmd.os, "sched_getaffinity")
+    monkeypatch.setattr(service_cmd.os, "cpu_count", lambda: None)
+    assert service_cmd.cpu_count() == 1
+
+
 def test_several_workers_need_a_shared_broker(conf):
     conf.set_override("workers", 2, group="scheduler")
     with pytest.raises(exception.ConfigError,

@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""Claims per second the PostgreSQL claim path sustains (docs/scaling.md).
+
+The database is what every scheduler worker of a region shares: each
+placed instance is one claim (``scheduler.claims.Claims.claim``, on
+PostgreSQL the single compare-and-swap statement ``_CAS_CLAIM``, with the
+row-locking transaction as its fallback), however many workers and
+machines decide. This benchmark runs that claim path, unchanged, from P
+processes of T threads each against a scratch database on a PostgreSQL
+server, and prints how many claims per second it sustained and what they
+cost the server.
+
+In one run:
+
+1. a scratch database ``msched_bench_claims_<hex>`` is created (the admin
+   URL's user must be allowed to; the machine's PostgreSQL trusts local
+   connections), the schema is created, ``--hosts`` nodes are written
+   (``bench_engine``'s fleet: 64 vCPUs, 256 GiB, 2 TB each) and each
+   node gets ``--preload`` claims, so that the claim's sum over the
+   node's allocations reads a realistic number of rows;
+2. for each ``--processes`` value, that many processes start (forked,
+   each with an engine of its own, as scheduler-service workers have),
+   each running ``--threads`` threads that claim 1 vCPU, 512 MB and 1 GB
+   for a new instance uuid on a uniformly random node, back to back;
+   with ``--release`` each claim is released again at once (the steady
+   state of a region where instances come and go: one claim and one
+   release per placement);
+3. after ``--warmup`` seconds the claims that start and end within the
+   next ``--seconds`` seconds are counted and timed.
+
+``--report`` measures the other write every node makes instead of claims:
+what a compute monitor's report does to its node's row (the metrics
+column, ~20 metrics, the usage columns, the time stamps and the
+generation, in one transaction, as ``compute_monitor.agent`` writes it),
+on a uniformly random node: a region of N nodes reporting every I
+seconds makes N / I of them per second. ``--read`` times what a host
+cache's full load reads: every node row, all columns (each scheduler
+worker does one every ``[filter_scheduler] full_refresh_interval``
+seconds, and its incremental refreshes read each changed row once).
+
+One machine-readable line per case::
+
+    processes=4 threads=1 hosts=1000 kind=claim calls=12345 per_s=1234 \
+p50_ms=2.9 p99_ms=9.1 db_cpu_ms=0.41 client_cpu_ms=1.10 conflicts=0 \
+errors=0 load1=1.9
+
+``kind``: ``claim``, ``claim+release``, ``report`` or ``read``;
+``per_s``: calls (claims, claim-and-release pairs, reports or full reads)
+per second; ``db_cpu_ms``:
+CPU time of the PostgreSQL backends serving the scratch database per
+call (user + system, read from /proc through
+psutil, so only for a server on this machine, and without the WAL
+writer, checkpointer and other shared background processes);
+``client_cpu_ms``: CPU time of the claiming processes per call;
+``conflicts``: claims refused because the node was full (none unless
+``--hosts`` is small and ``--release`` off). The claims and this client
+share the machine with the server: on a machine of few cores the client's
+CPU limits ``per_s`` well before the server does, which is what
+``db_cpu_ms`` (the server's cost, whoever claims) is for.
+
+The scratch database is dropped at the end, also after a failure,
+Ctrl-C or SIGTERM; the processes it started are stopped by their PIDs.
+
+Usage: ``tools/bench_claims.py [--processes P]... [--threads T]
+[--hosts N] [--preload K] [--seconds S] [--warmup S] [--release |
+--report | --read] [--db-admin-url URL]``; by default 1, 2, 4 and 8 processes
+of one thread on 1,000 hosts holding 20 claims each, 10 s per case after
+2 s of warm-up.
+"""
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import multiprocessing
+import os
+import random
+import signal
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
+from types import FrameType
+
+import psutil
+import sqlalchemy as sa
+from oslo_config import cfg
+
+try:
+    # tools/ is sys.path[0] when this file runs as a script.
+    import bench_engine
+except ImportError:  # python -m tools.bench_claims
+    from tools import bench_engine
+
+from scheduler import claims
+from scheduler import conf as scheduler_conf
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import models
+
+DEFAULT_PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+DEFAULT_PROCESSES = (1, 2, 4, 8)
+#: What each claim takes: bench_engine's request (m1.small).
+USAGE = claims.Usage(vcpus=1, memory_mb=512, disk_gb=1)
+#: Seconds a claiming process may take to report after its window.
+REPORT_TIMEOUT = 120.0
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "")
+
+
+# The scratch database
+
+
+@contextlib.contextmanager
+def scratch_database(admin_url: str) -> Iterator[tuple[str, str]]:
+    """(name, URL) of a new PostgreSQL database, dropped on exit."""
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT",
+                             poolclass=sa.pool.NullPool,
+                             connect_args={"connect_timeout": 5})
+    name = f"msched_bench_claims_{uuid.uuid4().hex[:16]}"
+    try:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f"CREATE DATABASE {name}"))
+        try:
+            yield name, admin.url.set(database=name).render_as_string(
+                hide_password=False)
+        finally:
+            with admin.connect() as connection:
+                # FORCE: a process killed mid-claim may leave a session.
+                connection.execute(sa.text(
+                    f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    finally:
+        admin.dispose()
+
+
+def make_conf(url: str) -> cfg.ConfigOpts:
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    conf.set_override("connection", url, group="database")
+    return conf
+
+
+def write_fleet(url: str, hosts: int, preload: int) -> list[int]:
+    """The schema, ``hosts`` nodes and ``preload`` claims on each; returns
+    the nodes' ids."""
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        migration.db_sync(engine)
+        bench_engine.build_fleet(engine, hosts, random.Random(hosts))
+        nodes = models.ComputeNode.__table__
+        allocations = models.Allocation.__table__
+        with engine.begin() as connection:
+            ids = list(connection.execute(
+                sa.select(nodes.c.id).order_by(nodes.c.id)).scalars())
+            now = models.utcnow()
+            rows = [{"uuid": str(uuid.uuid4()),
+                     "instance_uuid": str(uuid.uuid4()),
+                     "compute_node_id": node_id, "vcpus": USAGE.vcpus,
+                     "memory_mb": USAGE.memory_mb,
+                     "disk_gb": USAGE.disk_gb, "created_at": now}
+                    for node_id in ids for _ in range(preload)]
+            for start in range(0, len(rows), 5000):
+                connection.execute(allocations.insert(),
+                                   rows[start:start + 5000])
+        with engine.connect() as connection:
+            connection.execution_options(
+                isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
+        return ids
+    finally:
+        engine.dispose()
+
+
+# The claiming processes
+
+
+@dataclasses.dataclass
+class Tally:
+    """What one process counted inside the window."""
+
+    samples_ms: list[float] = dataclasses.field(default_factory=list)
+    conflicts: int = 0
+    errors: int = 0
+    first_error: str | None = None
+
+
+_NODES = models.ComputeNode.__table__
+#: What compute_monitor.agent's write_report sends.
+_REPORT = _NODES.update().where(_NODES.c.id == sa.bindparam("node_id")
+                                ).values(generation=_NODES.c.generation + 1)
+
+
+def report(engine: sa.Engine, node_id: int, rng: random.Random) -> None:
+    """One monitor report of node ``node_id``."""
+    now = models.utcnow()
+    metrics = json.loads(bench_engine._metrics(rng, now.isoformat() + "Z"))
+    used = next(m["value"] for m in metrics if m["name"] == "memory.used")
+    with engine.begin() as connection:
+        connection.execute(_REPORT, {
+            "node_id": node_id, "metrics": json.dumps(metrics),
+            "metrics_updated_at": now, "updated_at": now, "changed_at": now,
+            "memory_mb_used": int(used / 2**20), "local_gb_used": 100})
+
+
+_ALL_NODES = sa.select(_NODES)
+
+
+def read_all(engine: sa.Engine) -> None:
+    """What a full load of the host cache reads of the nodes."""
+    with engine.connect() as connection:
+        connection.execute(_ALL_NODES).fetchall()
+
+
+def claim_loop(store: claims.Claims, node_ids: list[int], release: bool,
+               mode: str, window: tuple[float, float], tally: Tally,
+               lock: threading.Lock, seed: int) -> None:
+    """Claim (and release), or report, back to back until the window
+    ends; records the calls that start and end inside it."""
+    rng = random.Random(seed)
+    start_at, stop_at = window
+    while True:
+        began = time.time()
+        if began >= stop_at:
+            return
+        instance = str(uuid.uuid4())
+        outcome = "claimed"
+        try:
+            if mode == "report":
+                report(store.engine, rng.choice(node_ids), rng)
+            elif mode == "read":
+                read_all(store.engine)
+            else:
+                store.claim(rng.choice(node_ids), instance, USAGE)
+                if release:
+                    store.release(instance)
+        except claims.ClaimConflict:
+            outcome = "conflict"
+        except Exception as e:
+            outcome = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+        ended = time.time()
+        if began < start_at or ended > stop_at:
+            continue
+        with lock:
+            if outcome == "claimed":
+                tally.samples_ms.append((ended - began) * 1000)
+            elif outcome == "conflict":
+                tally.conflicts += 1
+            else:
+                tally.errors += 1
+                tally.first_error = tally.first_error or outcome
+
+
+def claiming_process(url: str, node_ids: list[int], threads: int,
+                     release: bool, mode: str,
+                     window: tuple[float, float], seed: int,
+                     pipe: Connection) -> None:
+    """One process: ``threads`` threads claiming through one engine."""
+    # The parent's signal handlers and engines are not this process's.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    db_api.dispose_engines()
+    store = claims.Claims(make_conf(url))
+    tally = Tally()
+    lock = threading.Lock()
+    workers = [threading.Thread(
+        target=claim_loop, args=(store, node_ids, release, mode, window,
+                                 tally, lock, seed * 1000 + index),
+        daemon=True)
+        for index in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    pipe.send(dataclasses.asdict(tally))
+    # The connections (and their backends, whose CPU time the parent
+    # reads) stay until the parent has read it.
+    pipe.poll(REPORT_TIMEOUT)
+    pipe.close()
+    db_api.dispose_engines()
+
+
+# Measurement
+
+
+def is_local(url: str) -> bool:
+    host = sa.engine.make_url(url).host or ""
+    return urllib.parse.unquote(host) in LOCAL_HOSTS or host.startswith("/")
+
+
+def backend_cpu(admin_url: str, database: str) -> dict[int, float]:
+    """CPU seconds (user + system) of each PostgreSQL backend connected to
+    ``database``, by pid."""
+    admin = sa.create_engine(admin_url, poolclass=sa.pool.NullPool)
+    try:
+        with admin.connect() as connection:
+            pids = connection.execute(sa.text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = :name"),
+                {"name": database}).scalars().all()
+    finally:
+        admin.dispose()
+    seconds = {}
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(pid).cpu_times()
+            seconds[pid] = times.user + times.system
+    return seconds
+
+
+def process_cpu(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+@dataclasses.dataclass
+class Case:
+    processes: int
+    threads: int
+    hosts: int
+    seconds: float
+    samples_ms: list[float]
+    conflicts: int
+    errors: int
+    first_error: str | None
+    db_cpu_s: float | None
+    client_cpu_s: float
+    load1: float
+
+    @property
+    def claims(self) -> int:
+        return len(self.samples_ms)
+
+    def line(self, kind: str) -> str:
+        ordered = sorted(self.samples_ms) or [float("nan")]
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        per_claim = max(self.claims, 1)
+        fields = [
+            f"processes={self.processes}", f"threads={self.threads}",
+            f"hosts={self.hosts}", f"kind={kind}",
+            f"calls={self.claims}",
+            f"per_s={self.claims / self.seconds:.0f}",
+            f"p50_ms={statistics.median(ordered):.2f}",
+            f"p99_ms={p99:.2f}",
+            "db_cpu_ms=" + ("n/a" if self.db_cpu_s is None else
+                            f"{self.db_cpu_s * 1000 / per_claim:.3f}"),
+            f"client_cpu_ms={self.client_cpu_s * 1000 / per_claim:.3f}",
+            f"conflicts={self.conflicts}", f"errors={self.errors}",
+            f"load1={self.load1:.2f}"]
+        return " ".join(fields)
+
+
+def run_case(args: argparse.Namespace, url: str, database: str,
+             node_ids: list[int], processes: int) -> Case:
+    context = multiprocessing.get_context("fork")
+    start_at = time.time() + args.warmup
+    stop_at = start_at + args.seconds
+    children = []
+    try:
+        for index in range(processes):
+            ours, theirs = context.Pipe()
+            child = context.Process(
+                target=claiming_process,
+                args=(url, node_ids, args.threads, args.release,
+                      args.mode, (start_at, stop_at), index + 1, theirs),
+                name=f"bench-claims-{index}", daemon=True)
+            child.start()
+            theirs.close()
+            children.append((child, ours))
+        watched = [psutil.Process(child.pid) for child, _ in children]
+        local = is_local(url)
+        time.sleep(max(0.0, start_at - time.time()))
+        load1 = os.getloadavg()[0]
+        db_before = backend_cpu(args.db_admin_url, database) if local else {}
+        client_before = process_cpu(watched)
+        time.sleep(max(0.0, stop_at - time.time()))
+        client_after = process_cpu(watched)
+        db_after = backend_cpu(args.db_admin_url, database) if local else {}
+        tallies = []
+        for child, pipe in children:
+            if not pipe.poll(REPORT_TIMEOUT):
+                raise RuntimeError(f"{child.name} (pid {child.pid}) did not "
+                                   "report")
+            tallies.append(Tally(**pipe.recv()))
+        for child, pipe in children:
+            pipe.send("done")
+            child.join(REPORT_TIMEOUT)
+    finally:
+        for child, _ in children:
+            if child.is_alive():
+                child.terminate()
+                child.join(10)
+    db_cpu = None
+    if local and db_after:
+        # A backend that connected inside the window counts from zero.
+        db_cpu = sum(seconds - db_before.get(pid, 0.0)
+                     for pid, seconds in db_after.items())
+    errors = [t.first_error for t in tallies if t.first_error]
+    return Case(
+        processes=processes, threads=args.threads, hosts=args.hosts,
+        seconds=args.seconds,
+        samples_ms=[s for t in tallies for s in t.samples_ms],
+        conflicts=sum(t.conflicts for t in tallies),
+        errors=sum(t.errors for t in tallies),
+        first_error=errors[0] if errors else None, db_cpu_s=db_cpu,
+        client_cpu_s=client_after - client_before, load1=load1)
+
+
+def server_settings(admin_url: str) -> str:
+    admin = sa.create_engine(admin_url, poolclass=sa.pool.NullPool)
+    try:
+        with admin.connect() as connection:
+            version = connection.execute(sa.text(
+                "SHOW server_version")).scalar_one()
+            settings = {name: connection.execute(sa.text(
+                f"SHOW {name}")).scalar_one()
+                for name in ("synchronous_commit", "fsync",
+                             "shared_buffers")}
+    finally:
+        admin.dispose()
+    return f"PostgreSQL {version}, " + ", ".join(
+        f"{name}={value}" for name, value in settings.items())
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, action="append",
+                        help="claiming processes (repeatable); default "
+                        f"{', '.join(map(str, DEFAULT_PROCESSES))}")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads per process (default 1)")
+    parser.add_argument("--hosts", type=int, default=1000,
+                        help="nodes claimed on, uniformly (default 1000)")
+    parser.add_argument("--preload", type=int, default=20,
+                        help="claims each node holds before the run "
+                        "(default 20)")
+    parser.add_argument("--seconds", type=float, default=10.0,
+                        help="measured seconds per case (default 10)")
+    parser.add_argument("--warmup", type=float, default=2.0,
+                        help="seconds of claims before each case's "
+                        "window (default 2)")
+    parser.add_argument("--release", action="store_true",
+                        help="release each claim right after making it")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--report", dest="mode", action="store_const",
+                       const="report", default="claim",
+                       help="time monitor reports (row updates) instead "
+                       "of claims")
+    modes.add_argument("--read", dest="mode", action="store_const",
+                       const="read",
+                       help="time full reads of every node row instead "
+                       "of claims")
+    parser.add_argument("--db-admin-url",
+                        default=os.environ.get("SCHEDULER_TEST_PG_URL")
+                        or DEFAULT_PG_ADMIN_URL,
+                        help="PostgreSQL URL allowed to create and drop "
+                        "databases (default: $SCHEDULER_TEST_PG_URL, else "
+                        f"{DEFAULT_PG_ADMIN_URL})")
+    args = parser.parse_args(argv)
+    args.processes = args.processes or list(DEFAULT_PROCESSES)
+    if min(args.processes) < 1 or args.threads < 1 or args.hosts < 1:
+        parser.error("--processes, --threads and --hosts must be >= 1")
+    if args.preload < 0 or args.seconds <= 0 or args.warmup < 0:
+        parser.error("--preload and --warmup must be >= 0, --seconds > 0")
+    if args.release and args.mode != "claim":
+        parser.error("--release goes with claims only")
+    if sa.engine.make_url(args.db_admin_url).get_backend_name() \
+            != "postgresql":
+        parser.error("--db-admin-url must be a PostgreSQL URL")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        with scratch_database(args.db_admin_url) as (database, url):
+            node_ids = write_fleet(url, args.hosts, args.preload)
+            kind = ("claim+release" if args.mode == "claim"
+                    and args.release else args.mode)
+            print(f"# {os.cpu_count()} CPUs, load "
+                  f"{os.getloadavg()[0]:.2f}; "
+                  f"{server_settings(args.db_admin_url)}; database "
+                  f"{database}, {args.hosts} hosts holding {args.preload} "
+                  "claims each", flush=True)
+            for processes in args.processes:
+                case = run_case(args, url, database, node_ids, processes)
+                print(case.line(kind), flush=True)
+                if case.errors:
+                    print(f"# {case.errors} failed claim(s), first: "
+                          f"{case.first_error}", flush=True)
+    except KeyboardInterrupt:
+        print("# interrupted; cleaned up", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
