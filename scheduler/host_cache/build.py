@@ -10,6 +10,7 @@ from scheduler.host_state import HostState
 
 _new_object = object.__new__
 
+
 class Entry(NamedTuple):
     state: HostState
     decoded: decode.Decoded

@@ -22,6 +22,7 @@ from scheduler.metric_entries import short
 # operators' log filters know them by it.
 LOG = logging.getLogger("scheduler.host_manager")
 
+
 # Tuples, not dataclasses: one of each is made per changed row.
 class Decoded(NamedTuple):
     """The JSON columns of one row as text and as decoded values."""

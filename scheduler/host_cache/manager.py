@@ -50,8 +50,11 @@ class RefreshStats:
     #: Hosts in the cache afterwards.
     hosts: int
 
+
 def _order_key(state: HostState) -> tuple[str, str, int]:
     return state.host, state.nodename, state.node_id
+
+
 class HostManager(RefreshReads):
     """The host states of this process, refreshed incrementally.
 

@@ -25,6 +25,7 @@ from scheduler.host_table import epoch
 
 LOG = logging.getLogger("scheduler.host_manager")
 
+
 @dataclasses.dataclass
 class Changes:
     """A refresh's result, applied to the cache only once every query
