@@ -8,6 +8,11 @@ scheduler collected every few rows and regularly scanned the whole heap:
 15 % of a simulated hour's CPU at 1,000 nodes. Almost nothing the cache
 makes is cyclic (refcounting frees it), so collecting less often costs
 little memory.
+
+Used by ``simulate`` and ``tools/bench_quality.py``. ``scheduler-service``
+does not use it: with it, a notification sender process that died was
+replaced only after the worker's next cyclic collection (its process and
+pipe objects are freed by the collector), which a functional test caught.
 """
 
 import gc

@@ -26,7 +26,6 @@ from oslo_log import log as logging
 
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler import gc_tuning
 from scheduler import manager as manager_mod
 from scheduler import observability
 from scheduler import rpc
@@ -169,7 +168,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         manager = manager_mod.SchedulerManager(CONF)
     except exception.ConfigError as e:
         common.config_error_exit(PROG, str(e))
-    gc_tuning.tune()
     scheme = CONF.transport_url.partition(":")[0]
     if scheme in _LOSSY_TRANSPORTS:
         LOG.warning("transport_url %s loses messages between processes "

@@ -182,7 +182,7 @@ def simulate(conf: cfg.ConfigOpts) -> int:
                               args.host_memory_mb, clusters=args.clusters),
         seed=args.seed, report_interval=args.report_interval,
         duration=args.duration)
-    # As scheduler-service does, once start-up is done.
+    # Once start-up is done (scheduler-service does not: see gc_tuning).
     gc_tuning.tune()
     try:
         runs, histories = run_all(configs, workload, settings)
