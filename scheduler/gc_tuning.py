@@ -9,10 +9,9 @@ scheduler collected every few rows and regularly scanned the whole heap:
 makes is cyclic (refcounting frees it), so collecting less often costs
 little memory.
 
-Used by ``simulate`` and ``tools/bench_quality.py``. ``scheduler-service``
-does not use it: with it, a notification sender process that died was
-replaced only after the worker's next cyclic collection (its process and
-pipe objects are freed by the collector), which a functional test caught.
+Used by ``simulate`` and ``tools/bench_quality.py``, where it was
+measured. ``scheduler-service`` keeps Python's defaults until its effect
+there (a worker's memory, its child processes) is measured too.
 """
 
 import gc
