@@ -117,23 +117,19 @@ class SimulatedFleet:
         """
         now = clock.utcnow()
         stamp = now.isoformat() + "Z"
-        texts = []
         templates = self._templates
-        for host, cpu, memory, version in zip(
-                hosts.tolist(), cpu_percent.tolist(),
-                memory_mb_used.tolist(), versions, strict=True):
-            template = templates.get(host)
-            if template is None or template[0] != version:
-                template = templates[host] = (version, self._metrics(
-                    _STAMP, cpu, memory, instances(host)))
-            texts.append(template[1].replace(_STAMP, stamp))
         with self.engine.begin() as connection:
             stored = self._stored_time(connection, now)
-            rows = [(text, stored, stored, stored, memory,
-                     self.node_ids[host])
-                    for host, memory, text in zip(
-                        hosts.tolist(), memory_mb_used.tolist(), texts,
-                        strict=True)]
+            rows = []
+            for host, cpu, memory, version in zip(
+                    hosts.tolist(), cpu_percent.tolist(),
+                    memory_mb_used.tolist(), versions, strict=True):
+                template = templates.get(host)
+                if template is None or template[0] != version:
+                    template = templates[host] = (version, self._metrics(
+                        _STAMP, cpu, memory, instances(host)))
+                rows.append((template[1].replace(_STAMP, stamp), stored,
+                             stored, stored, memory, self.node_ids[host]))
             # The driver's own executemany: a report of every node every
             # interval is most of a simulation's writes, and SQLAlchemy's
             # per-row parameter handling would double their cost.
