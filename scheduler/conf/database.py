@@ -35,6 +35,15 @@ database_opts = [
         help="Seconds to wait for a new database connection before the "
         "attempt counts as failed.",
     ),
+    cfg.BoolOpt(
+        "sqlite_synchronous",
+        default=True,
+        help="SQLite only: wait at each commit until the data is on disk "
+        "(PRAGMA synchronous=FULL). False (synchronous=OFF) commits "
+        "several times faster but a power failure or an operating system "
+        "crash can lose the last commits, claims included: only for "
+        "throwaway databases such as the simulator's scratch file.",
+    ),
 ]
 
 

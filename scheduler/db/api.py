@@ -12,7 +12,7 @@ from sqlalchemy.orm import sessionmaker
 
 from scheduler import exception
 
-_engines: dict[tuple[str, bool], Engine] = {}
+_engines: dict[tuple[str, bool, bool], Engine] = {}
 _engines_lock = threading.Lock()
 
 # Errors after which the same statement may succeed once the database is
@@ -39,7 +39,8 @@ def validate_connection_url(url: str) -> None:
             f"mysql+pymysql://user@host/db ({e})") from e
 
 
-def _new_engine(url: str, connect_timeout: int, pre_ping: bool) -> Engine:
+def _new_engine(url: str, connect_timeout: int, pre_ping: bool,
+                sqlite_synchronous: bool = True) -> Engine:
     parsed = make_url(url)
     kwargs: dict = {"pool_pre_ping": pre_ping, "future": True}
     backend = parsed.get_backend_name()
@@ -60,16 +61,20 @@ def _new_engine(url: str, connect_timeout: int, pre_ping: bool) -> Engine:
             parsed = parsed.update_query_dict({"charset": "utf8mb4"})
     engine = sa.create_engine(parsed, **kwargs)
     if backend == "sqlite":
-        sa.event.listen(engine, "connect", _sqlite_on_connect)
+        synchronous = "FULL" if sqlite_synchronous else "OFF"
+
+        def on_connect(dbapi_connection, _record) -> None:
+            cursor = dbapi_connection.cursor()
+            # WAL lets the agents write while schedulers read the file.
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            # FULL is SQLite's default; named so that OFF reads as the
+            # exception it is.
+            cursor.execute(f"PRAGMA synchronous={synchronous}")
+            cursor.close()
+
+        sa.event.listen(engine, "connect", on_connect)
     return engine
-
-
-def _sqlite_on_connect(dbapi_connection, _record) -> None:
-    cursor = dbapi_connection.cursor()
-    # WAL lets the agents write while schedulers read the same file.
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
 
 
 def get_engine(conf: cfg.ConfigOpts, pre_ping: bool = True) -> Engine:
@@ -82,13 +87,14 @@ def get_engine(conf: cfg.ConfigOpts, pre_ping: bool = True) -> Engine:
     get an engine of their own without that round trip.
     """
     url = conf.database.connection
-    key = (url, pre_ping)
+    synchronous = conf.database.sqlite_synchronous
+    key = (url, pre_ping, synchronous)
     with _engines_lock:
         engine = _engines.get(key)
         if engine is None:
             validate_connection_url(url)
             engine = _new_engine(url, conf.database.connect_timeout,
-                                 pre_ping)
+                                 pre_ping, synchronous)
             _engines[key] = engine
         return engine
 

@@ -86,3 +86,21 @@ def test_integrity_error_is_not_retriable():
     error = sa_exc.IntegrityError("INSERT ...", {},
                                   Exception("UNIQUE constraint failed"))
     assert not db_api.is_retriable(error)
+
+
+def _synchronous(engine: sa.Engine) -> int:
+    with engine.connect() as connection:
+        return connection.exec_driver_sql("PRAGMA synchronous").scalar()
+
+
+def test_sqlite_commits_wait_for_the_disk_by_default(db_conf):
+    assert _synchronous(db_api.get_engine(db_conf)) == 2  # FULL
+
+
+def test_sqlite_synchronous_false_turns_the_wait_off(db_conf):
+    db_conf.set_override("sqlite_synchronous", False, group="database")
+    engine = db_api.get_engine(db_conf)
+    assert _synchronous(engine) == 0  # OFF
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql(
+            "PRAGMA journal_mode").scalar() == "wal"
