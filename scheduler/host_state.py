@@ -237,9 +237,14 @@ def metrics_window(spec: RequestSpec, conf: cfg.ConfigOpts) -> MetricsWindow:
 
 def is_number(value) -> bool:
     """True for finite ints and floats (not bools), the valid metric
-    values."""
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value))
+    values; an int past a float's range is not one (the host table keeps
+    metrics as floats)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def snapshot(hosts: Iterable[HostState]) -> list[HostState]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import threading
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -77,7 +78,8 @@ class OnFirstUse(Mapping):
     once per report.
     """
 
-    def __init__(self, entries: list[dict], node: str):
+    def __init__(self, entries: Callable[[], list[dict]], node: str):
+        #: The instance entries of the report, when called.
         self._entries = entries
         self._node = node
         self._decoded: dict[str, dict[str, hm.Metric]] | None = None
@@ -91,8 +93,8 @@ class OnFirstUse(Mapping):
         with self._lock:
             if self._decoded is None:
                 problems: list[str] = []
-                self._decoded = decode(self._entries, problems)
-                self._entries = []
+                self._decoded = decode(self._entries(), problems)
+                self._entries = list
                 if problems:
                     LOG.warning(
                         "Compute node %s reports malformed instance "

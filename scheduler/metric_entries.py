@@ -43,9 +43,8 @@ def reading(entry: dict, stamps: dict[str, datetime.datetime]
     if value is _MISSING or stamp is _MISSING:
         missing = [k for k in ("value", "timestamp") if k not in entry]
         return f"missing key(s) {', '.join(missing)}"
-    # The common case first: a float or an int (not a bool) from JSON.
-    kind = type(value)
-    if not ((kind is float or kind is int) and math.isfinite(value)
+    # The common case first: a float from JSON.
+    if not (type(value) is float and math.isfinite(value)
             or is_number(value)):
         return f"value {short(value)} is not a finite number"
     timestamp = stamps.get(stamp) if type(stamp) is str else None

@@ -21,6 +21,7 @@ from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
+from scheduler.host_cache import decode
 from scheduler.host_cache import queries
 from scheduler.request_spec import RequestSpec
 
@@ -139,15 +140,19 @@ def by_host(states) -> dict[str, hm.HostState]:
 
 @pytest.fixture
 def count_json(monkeypatch):
-    """Counts the JSON documents parsed while the test runs."""
+    """Counts the JSON documents parsed while the test runs (by orjson,
+    or by msgspec for well-formed metrics)."""
     calls = []
-    real = orjson.loads
 
-    def counting(text, *args, **kwargs):
-        calls.append(text)
-        return real(text, *args, **kwargs)
+    def counting(real):
+        def parse(text, *args, **kwargs):
+            calls.append(text)
+            return real(text, *args, **kwargs)
+        return parse
 
-    monkeypatch.setattr(orjson, "loads", counting)
+    monkeypatch.setattr(orjson, "loads", counting(orjson.loads))
+    monkeypatch.setattr(decode, "_read_entries",
+                        counting(decode._read_entries))
     return calls
 
 

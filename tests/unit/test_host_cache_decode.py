@@ -1,0 +1,63 @@
+"""Decoding a report's metrics: msgspec's path for well-formed reports
+gives what the entry-by-entry path gives."""
+
+import datetime
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scheduler.host_cache import decode
+
+STAMP = "2026-01-05T12:00:00.5Z"
+
+_values = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(min_value=-2**70, max_value=2**70),
+    st.sampled_from([10**400, -10**400, True, None, "7", [1]]))
+_entries = st.fixed_dictionaries(
+    {"name": st.sampled_from(["cpu.percent", "memory.free", ""]),
+     "value": _values},
+    optional={"timestamp": st.sampled_from([STAMP, "yesterday", 5,
+                                            "2026-01-05T13:00:00+01:00"]),
+              "source": st.sampled_from(["libvirt", None, 3]),
+              "instance": st.sampled_from(["u1", None])})
+
+
+@given(st.lists(_entries, max_size=6))
+def test_fast_path_agrees_with_the_entry_by_entry_path(entries):
+    text = json.dumps(entries)
+    slow, bad = decode.decode_metrics(text, [])
+    fast = decode.well_formed_metrics(text)
+    if fast is not None:
+        assert fast == slow and bad == frozenset()
+
+
+def test_a_well_formed_report_takes_the_fast_path():
+    text = json.dumps([
+        {"name": "cpu.percent", "value": 12.5, "source": "libvirt",
+         "timestamp": STAMP},
+        {"name": "memory.total", "value": 2**40, "timestamp": STAMP},
+        {"name": "instance.cpu.percent", "instance": "u1", "value": 50.0,
+         "timestamp": STAMP}])
+    metrics = decode.well_formed_metrics(text)
+    assert set(metrics) == {"cpu.percent", "memory.total"}
+    assert metrics["cpu.percent"].value == 12.5
+    assert metrics["cpu.percent"].source == "libvirt"
+    assert metrics["memory.total"].value == 2**40
+    assert metrics["memory.total"].source == ""
+    assert metrics["cpu.percent"].timestamp == datetime.datetime(
+        2026, 1, 5, 12, 0, 0, 500000)
+    assert decode.instance_entries(text) == [
+        {"name": "instance.cpu.percent", "instance": "u1", "value": 50.0,
+         "timestamp": STAMP}]
+
+
+def test_an_int_past_a_floats_range_is_a_bad_metric_not_a_crash():
+    text = (f'[{{"name": "disk.bytes", "value": {10**400}, '
+            f'"timestamp": "{STAMP}"}}]')
+    assert decode.well_formed_metrics(text) is None
+    problems: list[str] = []
+    metrics, bad = decode.decode_metrics(text, problems)
+    assert metrics == {} and bad == {"disk.bytes"}
+    assert "is not a finite number" in problems[0]
