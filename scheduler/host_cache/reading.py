@@ -269,12 +269,15 @@ class RefreshReads:
                 entries[row.id] = old
                 continue
             decoded = self._reusable(old, row)
+            previous = self._entries.get(row.id)
             if decoded is None:
-                previous = self._entries.get(row.id)
                 decoded = decode.decode(row, previous and previous.decoded)
                 decoded_rows += 1
+            same_claims = (previous.state if kept_claims and previous
+                           and row.id in kept_claims else None)
             entries[row.id] = Entry(
-                build_state(row, claims, decoded, ratios), decoded, source)
+                build_state(row, claims, decoded, ratios, same_claims),
+                decoded, source)
         return entries, decoded_rows
 
     @staticmethod

@@ -464,6 +464,28 @@ def test_report_alone_keeps_the_cached_claims(engine, manager):
     assert host.vcpus_pending == 0 and host.claims_pending == 0
 
 
+def test_report_alone_leaves_pending_the_claims_it_predates(engine,
+                                                            manager):
+    start = models.utcnow() - 20 * SECOND
+    node = add_node(engine, "a", when=start)
+    claim(engine, node, vcpus=3, memory_mb=300, when=start + SECOND)
+    # Made at +3 s but committed, with its key bump, at +1.5 s: a report
+    # at +2 s then predates it.
+    later = claim(engine, node, vcpus=2, memory_mb=200,
+                  when=start + 3 * SECOND, group="g1", bump=False)
+    update_node(engine, node, changed_at=start + 1.5 * SECOND,
+                generation=NODES.c.generation + 1)
+    before = manager.host_states()[0]
+    assert (before.claims_pending, before.vcpus_pending) == (2, 5)
+    report(engine, node, start + 2 * SECOND)
+    host = manager.host_states()[0]
+    assert manager.last_refresh.allocations_read == 0
+    assert (host.claims_pending, host.vcpus_pending,
+            host.memory_mb_pending) == (1, 2, 200)
+    assert (host.vcpus_claimed, host.memory_mb_claimed) == (5, 500)
+    assert later in host.instances and host.instance_groups == {"g1"}
+
+
 @pytest.mark.parametrize("claim_first", [True, False])
 def test_report_and_claim_since_the_last_read_reads_the_claims(
         engine, manager, claim_first):
