@@ -74,9 +74,10 @@ class SimulatedFleet:
         self.node_ids: list[int] = []
         self.index_of: dict[int, int] = {}
         self._instance_prefixes: dict[str, str] = {}
-        #: Node index -> (version, its metrics text with _STAMP where
-        #: the report's time goes).
-        self._templates: dict[int, tuple[Hashable, str]] = {}
+        #: Node index -> (version, its metrics text split where the
+        #: report's time goes: joined with the time, several times faster
+        #: than a replace).
+        self._templates: dict[int, tuple[Hashable, list[str]]] = {}
 
     def create(self) -> None:
         """Insert the nodes, idle, as reported now."""
@@ -127,8 +128,8 @@ class SimulatedFleet:
                 template = templates.get(host)
                 if template is None or template[0] != version:
                     template = templates[host] = (version, self._metrics(
-                        _STAMP, cpu, memory, instances(host)))
-                rows.append((template[1].replace(_STAMP, stamp), stored,
+                        _STAMP, cpu, memory, instances(host)).split(_STAMP))
+                rows.append((stamp.join(template[1]), stored,
                              stored, stored, memory, self.node_ids[host]))
             # The driver's own executemany: a report of every node every
             # interval is most of a simulation's writes, and SQLAlchemy's
