@@ -173,11 +173,10 @@ class FilterScheduler:
         removed = decision_mod.Removed(hosts)
         candidates = self._filter(spec, table, removed)
         weighed = self._weigh(spec, table, candidates, removed)
-        # Heaviest first, ties by name.
-        order = np.lexsort((table.name_rank()[weighed.rows],
-                            -weighed.totals))
-        ranked = weighed.rows[order]
-        picked = [int(order[rank]) for rank in self._pick(len(ranked))]
+        opts = self.conf.filter_scheduler
+        best = best_first(weighed.totals, table.name_rank()[weighed.rows],
+                          max(opts.host_subset_size, opts.max_attempts))
+        picked = [int(best[rank]) for rank in self._pick(len(best))]
         picked_rows = weighed.rows[picked].tolist()
         decision = Decision(
             selected=[hosts[row] for row in picked_rows],
@@ -189,7 +188,9 @@ class FilterScheduler:
                 len(hosts), [decision_mod.result_of(record)
                              for record in removed.records(spec)]),
             _explain=lambda: decision_mod.results_of(
-                table, weighed, ranked, removed, spec))
+                table, weighed, weighed.rows[best_first(
+                    weighed.totals, table.name_rank()[weighed.rows])],
+                removed, spec))
         if LOG.isEnabledFor(logging.DEBUG):
             LOG.debug("Cost table for %s:\n%s", spec.flavor.name or "request",
                       cost_table(decision.results))
@@ -275,6 +276,28 @@ class FilterScheduler:
         alternates = [rank for rank in range(min(opts.max_attempts, count))
                       if rank != chosen]
         return [chosen] + alternates[:opts.max_attempts - 1]
+
+
+def best_first(totals: np.ndarray, name_ranks: np.ndarray,
+               count: int | None = None) -> np.ndarray:
+    """Positions of the ``count`` heaviest ``totals`` (None: of all),
+    heaviest first, equal totals by ``name_ranks``.
+
+    A decision needs the chosen host and its alternates only: partitioning
+    around the count-th weight then sorting what is at least that heavy
+    costs a fraction of sorting every candidate (at 100,000 hosts, a
+    sort took several milliseconds).
+    """
+    near = np.arange(len(totals))
+    if count is not None and count < len(totals):
+        cut = len(totals) - count
+        threshold = np.partition(totals, cut)[cut]
+        if not np.isnan(threshold):  # NaN sorts last: the full sort then
+            # Every host as heavy as the count-th: ties at the cut are
+            # ordered by name like the rest.
+            near = np.flatnonzero(totals >= threshold)
+    order = near[np.lexsort((name_ranks[near], -totals[near]))]
+    return order if count is None else order[:count]
 
 
 def _unavailable(weigher: weights.BaseHostWeigher, host: hm.HostState,

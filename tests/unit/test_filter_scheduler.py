@@ -4,6 +4,7 @@ import datetime
 import logging
 import random
 
+import numpy as np
 import pytest
 from oslo_config import cfg
 
@@ -230,3 +231,23 @@ def test_selected_weights_and_results_on_demand(conf):
     assert [(r.host.host, r.weight, r.filtered_by)
             for r in decision.results] == [
         ("b", 1.0, None), ("a", 0.0, None), ("c", None, "RamFilter")]
+
+
+@pytest.mark.parametrize("count", [1, 3, 5, None])
+def test_best_first_is_the_head_of_the_full_ranking(count):
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        size = int(rng.integers(1, 40))
+        # Few distinct weights: ties at the cut are the case to get right.
+        totals = rng.integers(0, 4, size).astype(float)
+        names = rng.permutation(size)
+        full = np.lexsort((names, -totals))
+        expected = full if count is None else full[:count]
+        assert filter_scheduler.best_first(totals, names, count).tolist() \
+            == expected.tolist()
+
+
+def test_best_first_with_nan_weights_sorts_everything():
+    totals = np.array([np.nan, 1.0, np.nan, 2.0])
+    names = np.arange(4)
+    assert filter_scheduler.best_first(totals, names, 1).tolist() == [3]

@@ -766,7 +766,7 @@ def test_database_error_propagates_and_keeps_the_cache(engine, manager):
     with pytest.raises(sa_exc.SQLAlchemyError):
         manager.host_states()
     assert manager.last_refresh is stats
-    assert manager._ordered == before
+    assert manager._table.hosts == before
     assert before[0].vcpus_claimed == 0
 
     with engine.begin() as connection:
