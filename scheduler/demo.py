@@ -24,6 +24,8 @@ from scheduler.cmd import output
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db.tables import ALLOCATIONS
+from scheduler.db.tables import NODES
 from scheduler.request_spec import RequestSpec
 from scheduler.rpc import rpcapi
 from scheduler.rpc import server
@@ -92,10 +94,9 @@ def simulated_metrics(rx_bps: float, cpu_percent: float, free_gib: float,
 def seed_simulated_nodes(engine: sa.Engine, rng: random.Random) -> None:
     """Insert (or refresh) the simulated nodes' rows; claims of earlier
     demo runs are dropped so every run starts from the same fleet."""
-    table = models.ComputeNode.__table__
     now = models.utcnow()
     with engine.begin() as connection:
-        connection.execute(sa.delete(models.Allocation.__table__))
+        connection.execute(sa.delete(ALLOCATIONS))
         for name, cluster, vcpus, memory_mb, rx, cpu, free in \
                 SIMULATED_NODES:
             values = {
@@ -109,10 +110,10 @@ def seed_simulated_nodes(engine: sa.Engine, rng: random.Random) -> None:
                 "metrics_updated_at": now, "updated_at": now,
                 "changed_at": now, "disabled": False,
             }
-            updated = connection.execute(table.update().where(
-                table.c.host == name).values(**values)).rowcount
+            updated = connection.execute(NODES.update().where(
+                NODES.c.host == name).values(**values)).rowcount
             if not updated:
-                connection.execute(table.insert().values(
+                connection.execute(NODES.insert().values(
                     uuid=str(uuid.uuid4()), host=name,
                     hypervisor_hostname=name, generation=0, created_at=now,
                     **values))

@@ -17,6 +17,7 @@ from sqlalchemy import exc as sa_exc
 
 from scheduler import cluster_policy
 from scheduler import policy_store
+from scheduler.db import policy_sql
 
 LOG = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class LivePolicies:
         never raised: the host refresh must go on with the policies in
         use."""
         try:
-            generation = policy_store.read_generation(connection)
+            generation = policy_sql.read_generation(connection)
         except sa_exc.DBAPIError as e:
             # A schema before revision 0004: config policies only.
             if not self._warned:

@@ -5,8 +5,9 @@ The API writes ``scheduling_policies`` (with their units) and
 ``cluster_settings`` and bumps ``policy_generation`` in the same
 transaction. A worker reads the generation with each host refresh
 (``scheduler.live_policies``) and, only when it moved, reads the rest
-and rebuilds its PolicySet with ``live_policy_set``: stored policies are
-validated by ``cluster_policy.build_policy``, as config-file ones are.
+(the reads are in ``scheduler.db.policy_sql``) and rebuilds its
+PolicySet with ``live_policy_set``: stored policies are validated by
+``cluster_policy.build_policy``, as config-file ones are.
 """
 
 import json
@@ -21,21 +22,9 @@ from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import policy_units
 from scheduler.db import api as db_api
-from scheduler.db import models
+from scheduler.db import policy_sql
 
 LOG = logging.getLogger(__name__)
-
-_POLICIES = models.SchedulingPolicy.__table__
-_UNITS = models.SchedulingPolicyUnit.__table__
-_SETTINGS = models.ClusterSetting.__table__
-_GENERATION = models.PolicyGeneration.__table__
-
-GENERATION_QUERY = sa.select(_GENERATION.c.generation).where(
-    _GENERATION.c.id == 1)
-
-
-def read_generation(connection: sa.Connection) -> int:
-    return connection.execute(GENERATION_QUERY).scalar() or 0
 
 
 def options_of(policy: Mapping, units: Sequence[Mapping]
@@ -56,22 +45,6 @@ def options_of(policy: Mapping, units: Sequence[Mapping]
     if policy["normalization"] is not None:
         options["normalization"] = policy["normalization"]
     return options
-
-
-def stored_policies(connection: sa.Connection
-                    ) -> list[tuple[dict, list[dict]]]:
-    """Every stored policy row with its unit rows, by name."""
-    rows = [dict(r._mapping) for r in connection.execute(
-        sa.select(_POLICIES).order_by(_POLICIES.c.name))]
-    units: dict[str, list[dict]] = {}
-    for unit in connection.execute(sa.select(_UNITS)):
-        units.setdefault(unit.policy_id, []).append(dict(unit._mapping))
-    return [(row, units.get(row["id"], [])) for row in rows]
-
-
-def cluster_settings(connection: sa.Connection) -> list[dict]:
-    return [dict(r._mapping) for r in connection.execute(
-        sa.select(_SETTINGS).order_by(_SETTINGS.c.cluster))]
 
 
 def _with_overrides(conf: cfg.ConfigOpts, policy: cluster_policy.ClusterPolicy,
@@ -101,7 +74,7 @@ def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
     """
     policies = dict(base.policies)
     options_by_id: dict[str, tuple[str, dict]] = {}
-    for row, units in stored_policies(connection):
+    for row, units in policy_sql.stored_policies(connection):
         options = options_of(row, units)
         try:
             policies[row["name"]] = cluster_policy.build_policy(
@@ -118,7 +91,7 @@ def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
     mapping = dict(base.cluster_policies)
     movement = {}
     bandwidths: dict[str, str | int] = {}
-    for setting in cluster_settings(connection):
+    for setting in policy_sql.cluster_settings(connection):
         if setting["migration_policy"]:
             movement[setting["cluster"]] = setting["migration_policy"]
         method = setting["bandwidth_method"]

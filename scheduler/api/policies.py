@@ -5,7 +5,6 @@ import json
 import sqlalchemy as sa
 from oslo_config import cfg
 
-from scheduler import policy_store
 from scheduler import policy_units
 from scheduler.api import access
 from scheduler.api import body
@@ -17,6 +16,7 @@ from scheduler.api.router import Context
 from scheduler.api.router import Reply
 from scheduler.api.router import Router
 from scheduler.db import models
+from scheduler.db import policy_sql
 
 SUB_TYPES = {"filters": policy_units.FILTER, "weights": policy_units.WEIGHT,
              "balances": policy_units.BALANCE}
@@ -66,7 +66,7 @@ _LISTS: dict[int, tuple[cfg.ConfigOpts, int, bytes]] = {}
 
 def list_policies(ctx: Context) -> Reply:
     ctx.access.authorize(rules.READ)
-    generation = policy_store.read_generation(ctx.session.connection())
+    generation = policy_sql.read_generation(ctx.session.connection())
     cached = _LISTS.get(id(ctx.conf))
     if cached is None or cached[1] != generation:
         # Read after the counter: a write committed in between is shown,

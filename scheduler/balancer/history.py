@@ -6,7 +6,8 @@ kept in the ``utilization_samples`` table, so that every scheduler
 worker and a one-shot ``scheduler-manage balance`` judge from the same
 history: each balancing tick appends, for every node whose cpu.percent
 is newer than its latest sample, one sample stamped with the metric's own
-timestamp, and deletes the samples no window needs any more.
+timestamp, and deletes the samples no window needs any more (the
+statements are in ``scheduler.db.sample_sql``).
 
 The rule: a node *stayed at or above X for N minutes* when its samples
 reach back at least N minutes from its newest one, and every sample of
@@ -24,18 +25,12 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from oslo_config import cfg
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects import sqlite
 
 from scheduler import host_state as hm
 from scheduler.db import api as db_api
-from scheduler.db import models
+from scheduler.db import sample_sql
 
 CPU_PERCENT = "cpu.percent"
-
-_SAMPLES = models.UtilizationSample.__table__
-# Rows per DELETE ... IN list, far below any bound-parameter limit.
-_IN_CHUNK = 500
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -149,11 +144,8 @@ class SampleStore:
         try:
             with engine.begin() as connection:
                 if new_rows:
-                    connection.execute(_insert_ignoring_duplicates(engine),
-                                       new_rows)
-                for start in range(0, len(expired), _IN_CHUNK):
-                    connection.execute(_SAMPLES.delete().where(
-                        _SAMPLES.c.id.in_(expired[start:start + _IN_CHUNK])))
+                    sample_sql.insert_new(connection, new_rows)
+                sample_sql.delete(connection, expired)
         except BaseException:
             # What is kept may now differ from the table: read it whole.
             self._newest_id = None
@@ -170,8 +162,7 @@ class SampleStore:
         if self._newest_id is None or self._ticks % self.FULL_READ_TICKS == 0:
             self._by_node, self._newest_id = _read_all(connection)
             return self._by_node
-        rows = connection.execute(_SAMPLES_AFTER,
-                                  {"after": self._newest_id}).all()
+        rows = sample_sql.read_after(connection, self._newest_id)
         by_node = self._by_node
         for row_id, node_id, reported_at, cpu_percent, instances in rows:
             self._newest_id = max(self._newest_id, row_id)
@@ -181,18 +172,11 @@ class SampleStore:
         return by_node
 
 
-_COLUMNS = (_SAMPLES.c.id, _SAMPLES.c.node_id, _SAMPLES.c.reported_at,
-            _SAMPLES.c.cpu_percent, _SAMPLES.c.instances)
-_SAMPLES_AFTER = sa.select(*_COLUMNS).where(
-    _SAMPLES.c.id > sa.bindparam("after")).order_by(_SAMPLES.c.id)
-
-
 def _read_all(connection: sa.Connection
               ) -> tuple[dict[int, list[tuple[int | None, Sample]]], int]:
     """(row id, sample) of every node, oldest first, and the newest row
     id (0 for none)."""
-    rows = connection.execute(sa.select(*_COLUMNS).order_by(
-        _SAMPLES.c.node_id, _SAMPLES.c.reported_at)).all()
+    rows = sample_sql.read_all(connection)
     by_node: dict[int, list[tuple[int | None, Sample]]] = {}
     newest = 0
     for row_id, node_id, reported_at, cpu_percent, instances in rows:
@@ -231,11 +215,3 @@ def _expired(rows: list[tuple[int | None, Sample]],
     del rows[:start]
     return expired
 
-
-def _insert_ignoring_duplicates(engine: sa.Engine) -> sa.Insert:
-    backend = engine.dialect.name
-    if backend == "postgresql":
-        return postgresql.insert(_SAMPLES).on_conflict_do_nothing()
-    if backend == "sqlite":
-        return sqlite.insert(_SAMPLES).on_conflict_do_nothing()
-    return _SAMPLES.insert().prefix_with("IGNORE")

@@ -5,7 +5,7 @@ the migration's uuid, while the instance keeps its claim on the source
 (Placement's pattern), so that both hosts count the instance until the
 move is over. ``finish`` ends a migration: on success the instance's
 claim becomes the destination one; otherwise the destination claim is
-released.
+released. The statements are in ``scheduler.db.migration_sql``.
 """
 
 import dataclasses
@@ -16,6 +16,7 @@ from oslo_config import cfg
 
 from scheduler.claims import write_transaction
 from scheduler.db import api as db_api
+from scheduler.db import migration_sql
 from scheduler.db import models
 
 PLANNED = "planned"
@@ -23,11 +24,6 @@ RUNNING = "running"
 COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
-
-_MIGRATIONS = models.Migration.__table__
-_ALLOCATIONS = models.Allocation.__table__
-_NODES = models.ComputeNode.__table__
-
 
 #: Fields of PlannedMigration that are not columns of the migrations table.
 _DERIVED = ("vcpus", "bandwidth_mbps", "load_vcpus", "load_percent",
@@ -73,6 +69,11 @@ class PlannedMigration:
         return values
 
 
+#: The fields of PlannedMigration that are columns, in its order.
+_STORED = tuple(field.name for field in dataclasses.fields(PlannedMigration)
+                if field.name not in _DERIVED)
+
+
 class MigrationStore:
     """The migrations table of ``[database] connection``."""
 
@@ -86,43 +87,28 @@ class MigrationStore:
     def active(self) -> list[PlannedMigration]:
         """Migrations planned or running, with the vCPUs their destination
         claim holds."""
-        query = sa.select(
-            *(_MIGRATIONS.c[field.name] for field
-              in dataclasses.fields(PlannedMigration)
-              if field.name not in _DERIVED),
-            sa.func.coalesce(_ALLOCATIONS.c.vcpus, 0),
-        ).join_from(_MIGRATIONS, _ALLOCATIONS,
-                    _ALLOCATIONS.c.uuid == _MIGRATIONS.c.allocation_id,
-                    isouter=True).where(
-            _MIGRATIONS.c.state.in_(models.ACTIVE_MIGRATION_STATES))
         with self.engine.connect() as connection:
             return [PlannedMigration(*row)
-                    for row in connection.execute(query).all()]
+                    for row in migration_sql.active(connection, _STORED)]
 
     def last_planned(self, cluster: str | None) -> datetime.datetime | None:
         """When the newest migration of ``cluster`` was planned."""
-        query = sa.select(sa.func.max(_MIGRATIONS.c.created_at)).where(
-            _MIGRATIONS.c.cluster.is_(None) if cluster is None
-            else _MIGRATIONS.c.cluster == cluster)
         with self.engine.connect() as connection:
-            return connection.execute(query).scalar()
+            return migration_sql.last_created(connection, cluster)
 
     def add(self, migration: PlannedMigration) -> None:
         values = dataclasses.asdict(migration)
         for name in _DERIVED:
             del values[name]
         with self.engine.begin() as connection:
-            connection.execute(_MIGRATIONS.insert().values(**values))
+            migration_sql.insert(connection, values)
 
     def start(self, migration_uuid: str) -> bool:
         """planned -> running; False when it was not planned."""
         with self.engine.begin() as connection:
-            return connection.execute(
-                _MIGRATIONS.update().where(
-                    (_MIGRATIONS.c.uuid == migration_uuid)
-                    & (_MIGRATIONS.c.state == PLANNED))
-                .values(state=RUNNING,
-                        updated_at=models.utcnow())).rowcount == 1
+            return migration_sql.change_state(
+                connection, migration_uuid, RUNNING, models.utcnow(),
+                only_from=PLANNED)
 
     def finish(self, migration_uuid: str, state: str) -> bool:
         """End an active migration in ``state`` (completed, failed or
@@ -137,33 +123,11 @@ class MigrationStore:
             raise ValueError(f"{state!r} does not end a migration")
         now = models.utcnow()
         with write_transaction(self.engine) as connection:
-            row = connection.execute(sa.select(
-                _MIGRATIONS.c.instance_uuid, _MIGRATIONS.c.allocation_id,
-                _MIGRATIONS.c.source_node_id, _MIGRATIONS.c.dest_node_id,
-            ).where((_MIGRATIONS.c.uuid == migration_uuid)
-                    & _MIGRATIONS.c.state.in_(
-                        models.ACTIVE_MIGRATION_STATES))).first()
+            row = migration_sql.active_one(connection, migration_uuid)
             if row is None:
                 return False
-            # Node rows in id order, as every writer takes them one at a
-            # time: no deadlock with claims or releases.
-            for node_id in sorted({row.source_node_id, row.dest_node_id}):
-                connection.execute(
-                    _NODES.update().where(_NODES.c.id == node_id).values(
-                        generation=_NODES.c.generation + 1,
-                        changed_at=now))
-            destination = _ALLOCATIONS.c.uuid == row.allocation_id
-            if state == COMPLETED:
-                connection.execute(_ALLOCATIONS.delete().where(
-                    (_ALLOCATIONS.c.instance_uuid == row.instance_uuid)
-                    & (_ALLOCATIONS.c.compute_node_id
-                       == row.source_node_id)))
-                connection.execute(_ALLOCATIONS.update().where(
-                    destination).values(instance_uuid=row.instance_uuid,
-                                        created_at=now))
-            else:
-                connection.execute(_ALLOCATIONS.delete().where(destination))
-            connection.execute(_MIGRATIONS.update().where(
-                _MIGRATIONS.c.uuid == migration_uuid).values(
-                    state=state, updated_at=now))
+            migration_sql.move_claims(connection, row, state == COMPLETED,
+                                      now)
+            migration_sql.change_state(connection, migration_uuid, state,
+                                       now)
         return True

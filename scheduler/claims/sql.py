@@ -10,14 +10,8 @@ from collections.abc import Iterator
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from scheduler.db import models
-
-NODES = models.ComputeNode.__table__
-ALLOCATIONS = models.Allocation.__table__
-
-# Lookups by instance uuid go in IN lists of this many: far below every
-# backend's bound-parameter limit.
-IN_CHUNK = 500
+from scheduler.db.tables import ALLOCATIONS
+from scheduler.db.tables import NODES
 
 
 @contextlib.contextmanager

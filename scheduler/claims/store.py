@@ -21,6 +21,8 @@ from scheduler.claims.types import ClaimConflict
 from scheduler.claims.types import Usage
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler.db.tables import ALLOCATIONS
+from scheduler.db.tables import chunks
 
 # The logger of the module this came from: log lines and logging
 # configuration stay as they were.
@@ -214,16 +216,16 @@ class Claims:
         if not wanted:
             return found
         with self.engine.connect() as connection:
-            for start in range(0, len(wanted), sql.IN_CHUNK):
-                rows = connection.execute(sql.CLAIMS_OF, {
-                    "uuids": wanted[start:start + sql.IN_CHUNK]}).all()
+            for chunk in chunks(wanted):
+                rows = connection.execute(sql.CLAIMS_OF,
+                                          {"uuids": chunk}).all()
                 for row in rows:
                     found[row[1]] = Claim(*row, existing=True)
         return found
 
     def release(self, instance_uuid: str) -> bool:
         """Delete the instance's claim; False when it held none."""
-        return self._release(sql.ALLOCATIONS.c.instance_uuid == instance_uuid)
+        return self._release(ALLOCATIONS.c.instance_uuid == instance_uuid)
 
     def release_allocation(self, allocation_id: str,
                            made_before: datetime.datetime | None = None
@@ -236,9 +238,9 @@ class Claims:
         stamped later (a retry of the request took it over, ``keep``) is
         spared too, whichever process the retry reached.
         """
-        where = sql.ALLOCATIONS.c.uuid == allocation_id
+        where = ALLOCATIONS.c.uuid == allocation_id
         if made_before is not None:
-            where &= sql.ALLOCATIONS.c.created_at <= made_before
+            where &= ALLOCATIONS.c.created_at <= made_before
         return self._release(where)
 
     def keep(self, claim: Claim) -> bool:
@@ -253,8 +255,8 @@ class Claims:
             connection.execute(sql.BUMP, {"node_id": claim.node_id,
                                           "now": now})
             kept = connection.execute(
-                sql.ALLOCATIONS.update()
-                .where(sql.ALLOCATIONS.c.uuid == claim.allocation_id)
+                ALLOCATIONS.update()
+                .where(ALLOCATIONS.c.uuid == claim.allocation_id)
                 .values(created_at=now)).rowcount
             if kept != 1:
                 connection.rollback()
@@ -267,7 +269,7 @@ class Claims:
     def _release_once(self, where: sa.ColumnElement) -> bool:
         with write_transaction(self.engine) as connection:
             node_id = connection.execute(
-                sa.select(sql.ALLOCATIONS.c.compute_node_id)
+                sa.select(ALLOCATIONS.c.compute_node_id)
                 .where(where)).scalar()
             if node_id is None:
                 return False
@@ -276,7 +278,7 @@ class Claims:
             connection.execute(sql.BUMP, {"node_id": node_id,
                                           "now": models.utcnow()})
             deleted = connection.execute(
-                sql.ALLOCATIONS.delete().where(where)).rowcount
+                ALLOCATIONS.delete().where(where)).rowcount
             if deleted != 1:
                 # Released concurrently: undo the bump, report nothing
                 # released.

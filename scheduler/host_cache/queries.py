@@ -4,16 +4,15 @@ it on a small result)."""
 
 import datetime
 from collections.abc import Callable
-from collections.abc import Iterator
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import sqlalchemy as sa
 
-from scheduler.db import models
+from scheduler.db.tables import ALLOCATIONS
+from scheduler.db.tables import NODES
 
-NODES = models.ComputeNode.__table__
-ALLOCATIONS = models.Allocation.__table__
+# Re-exported: the refresh splits its IN lists as ``queries.chunks``.
+from scheduler.db.tables import chunks as chunks
 
 
 class NodeRow(NamedTuple):
@@ -105,12 +104,3 @@ WINDOW_PROBE = sa.select(
     NODES.c.changed_at >= sa.bindparam("since"),
     NODES.c.changed_at <= sa.bindparam("until"))
 
-
-# Ids per IN list: far below the bound-parameter limit of every backend
-# (SQLite before 3.32 allowed 999), and one statement in the usual case.
-IN_CHUNK = 500
-
-
-def chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
-    for start in range(0, len(ids), IN_CHUNK):
-        yield ids[start:start + IN_CHUNK]

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from scheduler import clock
 from scheduler import exception
 from scheduler.db import models
+from scheduler.db.tables import NODES
 
 MIB = 2 ** 20
 #: Memory the hypervisor keeps for itself, in MiB.
@@ -32,8 +33,6 @@ NAME_PREFIX = "sim-"
 #: repeat the node's previous values, and a replace of this mark costs a
 #: fraction of building the JSON text again.
 _STAMP = "\x00stamp\x00"
-
-_NODES = models.ComputeNode.__table__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,10 +95,10 @@ class SimulatedFleet:
             "created_at": now, "disabled": False, "generation": 0,
         } for i in range(spec.hosts)]
         with self.engine.begin() as connection:
-            connection.execute(_NODES.insert(), rows)
+            connection.execute(NODES.insert(), rows)
             found = dict(connection.execute(sa.select(
-                _NODES.c.host, _NODES.c.id).where(
-                    _NODES.c.host.like(NAME_PREFIX + "%"))).all())
+                NODES.c.host, NODES.c.id).where(
+                    NODES.c.host.like(NAME_PREFIX + "%"))).all())
         self.node_ids = [found[host_name(i)] for i in range(spec.hosts)]
         self.index_of = {node: i for i, node in enumerate(self.node_ids)}
 
@@ -149,7 +148,7 @@ class SimulatedFleet:
         text, compared as text: it must be formatted as SQLAlchemy
         does)."""
         dialect = connection.dialect
-        process = _NODES.c.changed_at.type.dialect_impl(
+        process = NODES.c.changed_at.type.dialect_impl(
             dialect).bind_processor(dialect)
         return now if process is None else process(now)
 
@@ -192,7 +191,7 @@ def clear(engine: sa.Engine) -> None:
         if not sa.inspect(connection).has_table("compute_nodes"):
             return
         real = connection.execute(sa.select(sa.func.count()).where(
-            ~_NODES.c.host.like(NAME_PREFIX + "%"))).scalar()
+            ~NODES.c.host.like(NAME_PREFIX + "%"))).scalar()
         if real:
             raise exception.InvalidRequest(
                 f"the database holds {real} compute node(s) that the "
