@@ -11,9 +11,6 @@ import sqlalchemy as sa
 from scheduler.db.tables import ALLOCATIONS
 from scheduler.db.tables import NODES
 
-# Re-exported: the refresh splits its IN lists as ``queries.chunks``.
-from scheduler.db.tables import chunks as chunks
-
 
 class NodeRow(NamedTuple):
     """The columns a HostState is made of; the agent's own usage figures

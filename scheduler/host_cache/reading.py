@@ -16,6 +16,7 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from scheduler.db import api as db_api
+from scheduler.db import tables
 from scheduler.host_cache import decode
 from scheduler.host_cache import queries
 from scheduler.host_cache.build import Entry
@@ -135,14 +136,14 @@ class RefreshReads:
         # Only rows that changed are read with their (large) JSON columns.
         unread = sorted(wanted - {row.id for row in rows})
         allocations: list[queries.AllocationRow] = []
-        for chunk in queries.chunks(unread):
+        for chunk in tables.chunks(unread):
             rows.extend(queries.fetch(connection, queries.NODES_BY_ID,
                                       queries.NodeRow,
                                ids=list(chunk)))
         kept_claims = self._claims_as_cached(rows)
         claimed = [node_id for node_id in stale
                    if node_id not in kept_claims]
-        for chunk in queries.chunks(claimed):
+        for chunk in tables.chunks(claimed):
             allocations.extend(queries.fetch(connection,
                                              queries.ALLOCATIONS_BY_NODE,
                                       queries.AllocationRow, ids=list(chunk)))
