@@ -111,6 +111,7 @@ except ImportError:  # python -m tools.bench_service
 
 from scheduler import conf as scheduler_conf
 from scheduler import rpc
+from scheduler import text_table
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.db import migration
@@ -884,14 +885,8 @@ def print_table(echo: list[Result], selects: list[Result]) -> None:
             "" if result.conflict_rate is None
             else f"{result.conflict_rate:.2%}",
             f"{result.load1:.2f}", "; ".join(result.verdicts())))
-    widths = [max(len(row[column]) for row in rows)
-              for column in range(len(rows[0]) - 1)]
     print()
-    for row in rows:
-        cells = [row[0].ljust(widths[0])] + [
-            cell.rjust(width) for cell, width in zip(row[1:-1], widths[1:],
-                                                     strict=True)]
-        print("  ".join(cells + [row[-1]]).rstrip())
+    print(text_table.render(rows, right=range(1, len(rows[0]) - 1)))
     verdicts = [verdict for result in selects
                 for verdict in result.verdicts()]
     missed = sum("MISSED" in verdict for verdict in verdicts)
