@@ -13,6 +13,7 @@ import numpy as np
 from scheduler import filters
 from scheduler import host_state as hm
 from scheduler import plugin_guard
+from scheduler import text_table
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 
@@ -221,7 +222,4 @@ def cost_table(results: Sequence[HostResult]) -> str:
         cells.append("-" if r.weight is None else f"{r.weight:.3f}")
         cells.append(r.filtered_by or "")
         rows.append(cells)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in
-                               zip(row, widths, strict=True)).rstrip()
-                     for row in rows)
+    return text_table.render(rows)

@@ -69,7 +69,6 @@ of one thread on 1,000 hosts holding 20 claims each, 10 s per case after
 """
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import multiprocessing
@@ -80,9 +79,7 @@ import statistics
 import sys
 import threading
 import time
-import urllib.parse
 import uuid
-from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from types import FrameType
 
@@ -93,8 +90,10 @@ from oslo_config import cfg
 try:
     # tools/ is sys.path[0] when this file runs as a script.
     import bench_engine
+    import bench_postgres
 except ImportError:  # python -m tools.bench_claims
     from tools import bench_engine
+    from tools import bench_postgres
 
 from scheduler import claims
 from scheduler import conf as scheduler_conf
@@ -108,32 +107,9 @@ DEFAULT_PROCESSES = (1, 2, 4, 8)
 USAGE = claims.Usage(vcpus=1, memory_mb=512, disk_gb=1)
 #: Seconds a claiming process may take to report after its window.
 REPORT_TIMEOUT = 120.0
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "")
 
 
-# The scratch database
-
-
-@contextlib.contextmanager
-def scratch_database(admin_url: str) -> Iterator[tuple[str, str]]:
-    """(name, URL) of a new PostgreSQL database, dropped on exit."""
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT",
-                             poolclass=sa.pool.NullPool,
-                             connect_args={"connect_timeout": 5})
-    name = f"msched_bench_claims_{uuid.uuid4().hex[:16]}"
-    try:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f"CREATE DATABASE {name}"))
-        try:
-            yield name, admin.url.set(database=name).render_as_string(
-                hide_password=False)
-        finally:
-            with admin.connect() as connection:
-                # FORCE: a process killed mid-claim may leave a session.
-                connection.execute(sa.text(
-                    f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-    finally:
-        admin.dispose()
+# The fleet
 
 
 def make_conf(url: str) -> cfg.ConfigOpts:
@@ -285,39 +261,6 @@ def claiming_process(url: str, node_ids: list[int], threads: int,
 # Measurement
 
 
-def is_local(url: str) -> bool:
-    host = sa.engine.make_url(url).host or ""
-    return urllib.parse.unquote(host) in LOCAL_HOSTS or host.startswith("/")
-
-
-def backend_cpu(admin_url: str, database: str) -> dict[int, float]:
-    """CPU seconds (user + system) of each PostgreSQL backend connected to
-    ``database``, by pid."""
-    admin = sa.create_engine(admin_url, poolclass=sa.pool.NullPool)
-    try:
-        with admin.connect() as connection:
-            pids = connection.execute(sa.text(
-                "SELECT pid FROM pg_stat_activity WHERE datname = :name"),
-                {"name": database}).scalars().all()
-    finally:
-        admin.dispose()
-    seconds = {}
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            times = psutil.Process(pid).cpu_times()
-            seconds[pid] = times.user + times.system
-    return seconds
-
-
-def process_cpu(processes: list[psutil.Process]) -> float:
-    total = 0.0
-    for process in processes:
-        with contextlib.suppress(psutil.Error):
-            times = process.cpu_times()
-            total += times.user + times.system
-    return total
-
-
 @dataclasses.dataclass
 class Case:
     processes: int
@@ -373,14 +316,16 @@ def run_case(args: argparse.Namespace, url: str, database: str,
             theirs.close()
             children.append((child, ours))
         watched = [psutil.Process(child.pid) for child, _ in children]
-        local = is_local(url)
+        local = bench_postgres.is_local(url)
         time.sleep(max(0.0, start_at - time.time()))
         load1 = os.getloadavg()[0]
-        db_before = backend_cpu(args.db_admin_url, database) if local else {}
-        client_before = process_cpu(watched)
+        db_before = (bench_postgres.backend_cpu(args.db_admin_url, database)
+                     if local else {})
+        client_before = bench_postgres.process_cpu(watched)
         time.sleep(max(0.0, stop_at - time.time()))
-        client_after = process_cpu(watched)
-        db_after = backend_cpu(args.db_admin_url, database) if local else {}
+        client_after = bench_postgres.process_cpu(watched)
+        db_after = (bench_postgres.backend_cpu(args.db_admin_url, database)
+                    if local else {})
         tallies = []
         for child, pipe in children:
             if not pipe.poll(REPORT_TIMEOUT):
@@ -395,11 +340,8 @@ def run_case(args: argparse.Namespace, url: str, database: str,
             if child.is_alive():
                 child.terminate()
                 child.join(10)
-    db_cpu = None
-    if local and db_after:
-        # A backend that connected inside the window counts from zero.
-        db_cpu = sum(seconds - db_before.get(pid, 0.0)
-                     for pid, seconds in db_after.items())
+    db_cpu = (bench_postgres.backend_cpu_used(db_before, db_after)
+              if local and db_after else None)
     errors = [t.first_error for t in tallies if t.first_error]
     return Case(
         processes=processes, threads=args.threads, hosts=args.hosts,
@@ -484,7 +426,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, interrupt)
     try:
-        with scratch_database(args.db_admin_url) as (database, url):
+        with bench_postgres.scratch_database(args.db_admin_url,
+                                             "msched_bench_claims") as url:
+            database = sa.engine.make_url(url).database
             node_ids = write_fleet(url, args.hosts, args.preload)
             kind = ("claim+release" if args.mode == "claim"
                     and args.release else args.mode)

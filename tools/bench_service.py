@@ -91,7 +91,6 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable
-from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from types import ModuleType
@@ -106,11 +105,14 @@ from prometheus_client import parser as prometheus_parser
 try:
     # tools/ is sys.path[0] when this file runs as a script.
     import bench_engine
+    import bench_postgres
 except ImportError:  # python -m tools.bench_service
     from tools import bench_engine
+    from tools import bench_postgres
 
 from scheduler import conf as scheduler_conf
 from scheduler import rpc
+from scheduler import text_table
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.db import migration
@@ -407,13 +409,8 @@ class ServerProcess:
     def cpu_seconds(self) -> float:
         """User + system CPU time of the process and of its worker
         processes (all their threads)."""
-        total = 0.0
-        for process in [self.process,
-                        *self.process.children(recursive=True)]:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                times = process.cpu_times()
-                total += times.user + times.system
-        return total
+        return bench_postgres.process_cpu(
+            [self.process, *self.process.children(recursive=True)])
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout``; by PID only."""
@@ -438,30 +435,6 @@ def console_script(name: str) -> str:
 
 
 # Database
-
-
-@contextlib.contextmanager
-def temporary_database(admin_url: str) -> Iterator[str]:
-    """URL of a new PostgreSQL database, dropped on exit."""
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT",
-                             poolclass=sa.pool.NullPool,
-                             connect_args={"connect_timeout": 5})
-    name = f"msched_bench_{uuid.uuid4().hex}"
-    try:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f"CREATE DATABASE {name}"))
-        try:
-            yield admin.url.set(database=name).render_as_string(
-                hide_password=False)
-        finally:
-            db_api.dispose_engines()
-            with admin.connect() as connection:
-                # FORCE: a server killed mid-transaction may leave
-                # sessions behind.
-                connection.execute(sa.text(
-                    f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-    finally:
-        admin.dispose()
 
 
 def reset_fleet(engine: sa.Engine, size: int) -> float:
@@ -504,29 +477,6 @@ def conflict_rate(before: tuple[float, float],
     conflicts = after[1] - before[1]
     attempts = claims + conflicts
     return conflicts / attempts if attempts else 0.0
-
-
-def backend_cpu_seconds(admin_url: str, database: str
-                        ) -> dict[int, float] | None:
-    """CPU time (user + system) of each PostgreSQL backend connected to
-    ``database``, by pid; None unless the server runs on this machine."""
-    parsed = sa.engine.make_url(admin_url)
-    if (parsed.host or "127.0.0.1") not in ("127.0.0.1", "localhost", "::1"):
-        return None
-    admin = sa.create_engine(admin_url, poolclass=sa.pool.NullPool)
-    try:
-        with admin.connect() as connection:
-            pids = connection.execute(sa.text(
-                "SELECT pid FROM pg_stat_activity WHERE datname = :name"),
-                {"name": database}).scalars().all()
-    finally:
-        admin.dispose()
-    seconds = {}
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            times = psutil.Process(pid).cpu_times()
-            seconds[pid] = times.user + times.system
-    return seconds
 
 
 def count_claims(engine: sa.Engine) -> int:
@@ -737,19 +687,18 @@ class Bench:
             load1 = os.getloadavg()[0]
             counters = (claim_counters(self.metrics_port) if claims
                         else None)
-            db_before = (backend_cpu_seconds(self.args.db_admin_url,
-                                             self.database) if claims
+            admin_url = self.args.db_admin_url
+            db_before = (bench_postgres.backend_cpu(admin_url, self.database)
+                         if claims and bench_postgres.is_local(admin_url)
                          else None)
             cpu = server.cpu_seconds()
             timing = run_calls(call, calls, threads, self.stop)
             cpu = server.cpu_seconds() - cpu
             db_cpu = None
             if db_before is not None:
-                db_after = backend_cpu_seconds(self.args.db_admin_url,
-                                               self.database) or {}
-                # A backend that connected meanwhile counts from zero.
-                db_cpu = sum(seconds - db_before.get(pid, 0.0)
-                             for pid, seconds in db_after.items())
+                db_cpu = bench_postgres.backend_cpu_used(
+                    db_before, bench_postgres.backend_cpu(admin_url,
+                                                     self.database))
             rate = None
             if counters is not None:
                 after = claim_counters(self.metrics_port)
@@ -884,14 +833,8 @@ def print_table(echo: list[Result], selects: list[Result]) -> None:
             "" if result.conflict_rate is None
             else f"{result.conflict_rate:.2%}",
             f"{result.load1:.2f}", "; ".join(result.verdicts())))
-    widths = [max(len(row[column]) for row in rows)
-              for column in range(len(rows[0]) - 1)]
     print()
-    for row in rows:
-        cells = [row[0].ljust(widths[0])] + [
-            cell.rjust(width) for cell, width in zip(row[1:-1], widths[1:],
-                                                     strict=True)]
-        print("  ".join(cells + [row[-1]]).rstrip())
+    print(text_table.render(rows, right=range(1, len(rows[0]) - 1)))
     verdicts = [verdict for result in selects
                 for verdict in result.verdicts()]
     missed = sum("MISSED" in verdict for verdict in verdicts)
@@ -977,7 +920,8 @@ def main(argv: list[str] | None = None) -> int:
             # servers were stopped by Bench.run_*).
             bench = Bench(args, stack, stop)
             db_url = stack.enter_context(
-                temporary_database(args.db_admin_url))
+                bench_postgres.scratch_database(args.db_admin_url,
+                                                "msched_bench"))
             stack.callback(delete_bus, args.transport_url, bench.names)
             bench.setup(db_url)
             print(f"# {os.cpu_count()} CPUs, load "

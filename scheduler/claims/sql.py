@@ -1,4 +1,5 @@
-"""The SQL of claims, and the transaction a claim or release runs in.
+"""The SQL of claims (made, found, kept, released), and the transaction a
+claim or release runs in.
 
 Statements are built once: constructing them per claim costs more Python
 time than the database spends running them.
@@ -6,6 +7,7 @@ time than the database spends running them.
 
 import contextlib
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -148,3 +150,33 @@ CLAIMS_OF = sa.select(
     ALLOCATIONS.c.instance_uuid.in_(sa.bindparam("uuids",
                                                  expanding=True)))
 
+
+_ALLOCATION = ALLOCATIONS.c.uuid == sa.bindparam("allocation_id")
+
+#: Stamps an allocation anew (``Claims.keep``).
+KEEP = ALLOCATIONS.update().where(_ALLOCATION).values(
+    created_at=sa.bindparam("now"))
+
+
+class Release(NamedTuple):
+    """A release's two statements, on one condition: the node of the
+    allocation (bumped first, the order every writer locks in) and the
+    delete."""
+
+    node: sa.Select
+    delete: sa.Delete
+
+
+def _release(where: sa.ColumnElement[bool]) -> Release:
+    return Release(sa.select(ALLOCATIONS.c.compute_node_id).where(where),
+                   ALLOCATIONS.delete().where(where))
+
+
+#: The claim of ``instance_uuid``.
+RELEASE_INSTANCE = _release(
+    ALLOCATIONS.c.instance_uuid == sa.bindparam("instance_uuid"))
+#: The allocation ``allocation_id``.
+RELEASE_ALLOCATION = _release(_ALLOCATION)
+#: The allocation ``allocation_id`` unless stamped after ``made_before``.
+RELEASE_ALLOCATION_MADE_BEFORE = _release(
+    _ALLOCATION & (ALLOCATIONS.c.created_at <= sa.bindparam("made_before")))

@@ -21,7 +21,6 @@ from scheduler.claims.types import ClaimConflict
 from scheduler.claims.types import Usage
 from scheduler.db import api as db_api
 from scheduler.db import models
-from scheduler.db.tables import ALLOCATIONS
 from scheduler.db.tables import chunks
 
 # The logger of the module this came from: log lines and logging
@@ -225,7 +224,8 @@ class Claims:
 
     def release(self, instance_uuid: str) -> bool:
         """Delete the instance's claim; False when it held none."""
-        return self._release(ALLOCATIONS.c.instance_uuid == instance_uuid)
+        return self._release(sql.RELEASE_INSTANCE,
+                             {"instance_uuid": instance_uuid})
 
     def release_allocation(self, allocation_id: str,
                            made_before: datetime.datetime | None = None
@@ -238,10 +238,12 @@ class Claims:
         stamped later (a retry of the request took it over, ``keep``) is
         spared too, whichever process the retry reached.
         """
-        where = ALLOCATIONS.c.uuid == allocation_id
-        if made_before is not None:
-            where &= ALLOCATIONS.c.created_at <= made_before
-        return self._release(where)
+        if made_before is None:
+            return self._release(sql.RELEASE_ALLOCATION,
+                                 {"allocation_id": allocation_id})
+        return self._release(sql.RELEASE_ALLOCATION_MADE_BEFORE,
+                             {"allocation_id": allocation_id,
+                              "made_before": made_before})
 
     def keep(self, claim: Claim) -> bool:
         """Take over an existing claim that a failed request may have left
@@ -254,31 +256,29 @@ class Claims:
             # moves so that host caches read the new stamp.
             connection.execute(sql.BUMP, {"node_id": claim.node_id,
                                           "now": now})
-            kept = connection.execute(
-                ALLOCATIONS.update()
-                .where(ALLOCATIONS.c.uuid == claim.allocation_id)
-                .values(created_at=now)).rowcount
+            kept = connection.execute(sql.KEEP, {
+                "allocation_id": claim.allocation_id, "now": now}).rowcount
             if kept != 1:
                 connection.rollback()
                 return False
         return True
 
-    def _release(self, where: sa.ColumnElement) -> bool:
-        return retry.run(lambda: self._release_once(where), retry.Retries())
+    def _release(self, release: sql.Release,
+                 params: dict[str, object]) -> bool:
+        return retry.run(lambda: self._release_once(release, params),
+                         retry.Retries())
 
-    def _release_once(self, where: sa.ColumnElement) -> bool:
+    def _release_once(self, release: sql.Release,
+                      params: dict[str, object]) -> bool:
         with write_transaction(self.engine) as connection:
-            node_id = connection.execute(
-                sa.select(ALLOCATIONS.c.compute_node_id)
-                .where(where)).scalar()
+            node_id = connection.execute(release.node, params).scalar()
             if node_id is None:
                 return False
             # Node row first, then the allocation: the order claims lock
             # in, so that a release and a claim never deadlock.
             connection.execute(sql.BUMP, {"node_id": node_id,
                                           "now": models.utcnow()})
-            deleted = connection.execute(
-                ALLOCATIONS.delete().where(where)).rowcount
+            deleted = connection.execute(release.delete, params).rowcount
             if deleted != 1:
                 # Released concurrently: undo the bump, report nothing
                 # released.

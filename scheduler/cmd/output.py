@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 
 from scheduler import host_state as hm
+from scheduler import text_table
 
 FORMATS = ("table", "json", "csv")
 
@@ -38,16 +39,9 @@ def _cell(value) -> str:
 
 def table(columns: Sequence[str], rows: Sequence[Sequence]) -> str:
     """Columns padded to their widest cell, a header and a rule."""
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells])
-              for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths,
-                                                  strict=True)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths,
-                                                   strict=True)).rstrip()
-              for row in cells]
-    return "\n".join(lines)
+    return text_table.render(
+        [list(columns), *([_cell(v) for v in row] for row in rows)],
+        rule=True)
 
 
 def _csv(columns: Sequence[str], rows: Sequence[Sequence]) -> str:
