@@ -28,8 +28,8 @@ from compute_monitor import base
 from scheduler import exception
 from scheduler import suggest
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 
 LOG = logging.getLogger(__name__)
 
@@ -285,7 +285,7 @@ class MonitorAgent:
         return db_api.get_engine(self.conf)
 
     def check_schema(self) -> None:
-        problem = migration.schema_problem(self.conf, "this agent")
+        problem = schema.schema_problem(self.conf, "this agent")
         if problem is not None:
             raise exception.SchedulerError(problem)
 

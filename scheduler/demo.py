@@ -22,8 +22,8 @@ from scheduler import filter_scheduler
 from scheduler import manager
 from scheduler.cmd import output
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from scheduler.db.tables import ALLOCATIONS
 from scheduler.db.tables import NODES
 from scheduler.request_spec import RequestSpec
@@ -162,7 +162,7 @@ def run(conf: cfg.ConfigOpts) -> int:
     requests through the API-node client and print what happened."""
     quiet_in_memory_bus(conf)
     engine = db_api.get_engine(conf)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     rng = random.Random(42)
     monitors = agent.load_monitors(conf)
     local = agent.MonitorAgent(conf, monitors)

@@ -29,7 +29,7 @@ import time
 import bcrypt
 import sqlalchemy as sa
 
-from scheduler.db import migration
+from scheduler.db import schema
 
 POLICY = {"filters": [{"unit": "RamFilter"}, {"unit": "CoreFilter"}],
           "weights": [{"unit": "RAMWeigher", "factor": -1},
@@ -76,7 +76,7 @@ def _start(workdir: str, url: str, strategy: str) -> tuple:
                 f"auth_strategy = {strategy}\n[oslo_middleware]\n"
                 f"http_basic_auth_user_file = {htpasswd}\n")
     engine = sa.create_engine(url)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     if strategy == "http_basic":
         from sqlalchemy.orm import Session
 

@@ -98,8 +98,8 @@ except ImportError:  # python -m tools.bench_claims
 from scheduler import claims
 from scheduler import conf as scheduler_conf
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 
 DEFAULT_PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 DEFAULT_PROCESSES = (1, 2, 4, 8)
@@ -125,7 +125,7 @@ def write_fleet(url: str, hosts: int, preload: int) -> list[int]:
     the nodes' ids."""
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     try:
-        migration.db_sync(engine)
+        schema.db_sync(engine)
         bench_engine.build_fleet(engine, hosts, random.Random(hosts))
         nodes = models.ComputeNode.__table__
         allocations = models.Allocation.__table__

@@ -37,8 +37,8 @@ from oslo_config import cfg
 from scheduler import conf as scheduler_conf
 from scheduler import filter_scheduler
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from scheduler.request_spec import RequestSpec
 
 DEFAULT_SIZES = (100, 1000, 10000)
@@ -144,7 +144,7 @@ def bench(size: int, decisions: int, url: str | None, interval: int,
         conf.set_override("full_refresh_interval", interval,
                           group="filter_scheduler")
         engine = db_api.get_engine(conf)
-        migration.db_sync(engine)
+        schema.db_sync(engine)
         with engine.begin() as connection:
             connection.execute(sa.delete(models.ComputeNode.__table__))
         build_fleet(engine, size, rng)

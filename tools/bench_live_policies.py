@@ -25,7 +25,7 @@ import bench_engine
 
 from scheduler import manager as manager_mod
 from scheduler.db import api as db_api
-from scheduler.db import migration
+from scheduler.db import schema
 
 BLOCK = 10
 
@@ -36,7 +36,7 @@ def bench(size: int, decisions: int, url: str | None) -> dict[str, list]:
     with tempfile.TemporaryDirectory() as tmp:
         conf = bench_engine.make_conf(url or f"sqlite:///{tmp}/b.sqlite")
         engine = db_api.get_engine(conf)
-        migration.db_sync(engine)
+        schema.db_sync(engine)
         bench_engine.build_fleet(engine, size, rng)
         manager = manager_mod.SchedulerManager(conf)
         hooks = list(manager.host_manager.refresh_hooks)

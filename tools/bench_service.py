@@ -115,8 +115,8 @@ from scheduler import rpc
 from scheduler import text_table
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from scheduler.rpc import notification_process
 
 DEFAULT_SIZES = (1000, 5000)
@@ -644,7 +644,7 @@ class Bench:
         self.conf = load_config(self.config_path)
         self.database = sa.engine.make_url(db_url).database
         self.engine = db_api.get_engine(self.conf)
-        migration.db_sync(self.engine)
+        schema.db_sync(self.engine)
         self.transport = self.oslo_messaging.get_rpc_transport(
             self.conf, allowed_remote_exmods=rpc.ALLOWED_REMOTE_EXMODS)
         self.stack.callback(self.transport.cleanup)

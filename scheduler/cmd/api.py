@@ -15,7 +15,7 @@ from scheduler.api import app as api_app
 from scheduler.api import auth
 from scheduler.cmd import common
 from scheduler.conf import api as api_conf
-from scheduler.db import migration
+from scheduler.db import schema
 
 CONF = scheduler_conf.CONF
 PROG = "scheduler-api"
@@ -26,7 +26,7 @@ DESCRIPTION = ("Serve the scheduling policies REST API: policy units, "
 
 
 def _check_schema(conf) -> None:
-    problem = migration.schema_problem(conf, PROG)
+    problem = schema.schema_problem(conf, PROG)
     if problem is not None:
         print(f"{PROG}: error: {problem}", file=sys.stderr)
         sys.exit(1)

@@ -29,8 +29,8 @@ from scheduler.cmd import simulate as simulate_cmd
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.db import locks
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from scheduler.request_spec import RequestSpec
 
 CONF = scheduler_conf.CONF
@@ -43,18 +43,18 @@ def _validate_database(conf: cfg.ConfigOpts) -> None:
 
 def db_sync(conf: cfg.ConfigOpts) -> int:
     engine = db_api.get_engine(conf)
-    migration.db_sync(engine)
-    print(f"database schema at revision {migration.db_version(engine)}")
+    schema.db_sync(engine)
+    print(f"database schema at revision {schema.db_version(engine)}")
     return 0
 
 
 def db_version(conf: cfg.ConfigOpts) -> int:
     # A SQLite file that does not exist has no schema; connecting would
     # create it.
-    if migration.missing_sqlite_file(conf.database.connection):
+    if schema.missing_sqlite_file(conf.database.connection):
         print("None")
         return 0
-    print(migration.db_version(db_api.get_engine(conf)) or "None")
+    print(schema.db_version(db_api.get_engine(conf)) or "None")
     return 0
 
 
@@ -319,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Operators read these on a terminal: one line each, no traceback.
     try:
         if CONF.category.func in _READS_SCHEMA:
-            problem = migration.schema_problem(CONF, PROG)
+            problem = schema.schema_problem(CONF, PROG)
             if problem is not None:
                 print(f"{PROG}: error: {problem}", file=sys.stderr)
                 return 1
@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"cannot migrate the schema at {url}: {db_api.one_line(e)}"
     except locks.LockTimeout:
         message = (f"another db sync on {url} held the schema lock for more "
-                   f"than {migration.SYNC_LOCK_TIMEOUT} s; is it stuck?")
+                   f"than {schema.SYNC_LOCK_TIMEOUT} s; is it stuck?")
     print(f"{PROG}: error: {message}", file=sys.stderr)
     return 1
 

@@ -19,7 +19,7 @@ from scheduler import host_manager as hm
 from scheduler import reported_metrics
 from scheduler import suggest
 from scheduler.db import api as db_api
-from scheduler.db import migration
+from scheduler.db import schema
 
 WEIGHER = "MetricsWeigher"
 EXAMPLE = "memory.free=1e-9, cpu.percent=-1.0"
@@ -73,7 +73,7 @@ def reported_problems(conf: cfg.ConfigOpts, notes: list[str]
         return
     skipped = "weight_setting metrics not checked against the fleet: "
     try:
-        problem = migration.schema_problem(conf, "config check")
+        problem = schema.schema_problem(conf, "config check")
         if problem is not None:
             notes.append(skipped + problem)
             return

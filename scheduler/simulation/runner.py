@@ -31,7 +31,7 @@ from scheduler import exception
 from scheduler.balancer import migrations as migrations_mod
 from scheduler.balancer.task import PeriodicBalancer
 from scheduler.db import api as db_api
-from scheduler.db import migration as schema
+from scheduler.db import schema
 from scheduler.manager import SchedulerManager
 from scheduler.simulation import cpu_model
 from scheduler.simulation import fleet as fleet_mod

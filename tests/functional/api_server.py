@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from scheduler.db import migration
 from scheduler.db import permissions
+from scheduler.db import schema
 from tests.functional import private_servers
 
 #: user -> (role, cluster); "nobody" exists in htpasswd with no role.
@@ -92,7 +92,7 @@ def grant_matrix_permissions(url: str) -> None:
 def sync(url: str) -> None:
     engine = sa.create_engine(url)
     try:
-        migration.db_sync(engine)
+        schema.db_sync(engine)
     finally:
         engine.dispose()
 

@@ -43,7 +43,7 @@ from sqlalchemy.engine import Engine
 
 from scheduler import conf as scheduler_conf
 from scheduler.db import api as db_api
-from scheduler.db import migration
+from scheduler.db import schema
 from tests.functional import private_servers
 
 BACKENDS = ("sqlite", "postgresql", "mysql")
@@ -396,7 +396,7 @@ def balancing_conf() -> Iterator[Callable[[str], cfg.ConfigOpts]]:
         conf.set_override("connection", url, group="database")
         conf.set_override("cpu_allocation_ratio", 1.0,
                           group="filter_scheduler")
-        migration.db_sync(db_api.get_engine(conf))
+        schema.db_sync(db_api.get_engine(conf))
         return conf
 
     yield make

@@ -29,8 +29,8 @@ from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler import manager
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 
 HOSTS = 30
 VCPUS_PER_HOST = 10
@@ -168,7 +168,7 @@ def _run_workers(url: str, cluster_lock: bool
                          indirect=True)
 def test_workers_never_overcommit(db_url, cluster_lock):
     engine = db_api.get_engine(_config(db_url))
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     _add_fleet(engine)
     db_api.dispose_engines()
 
@@ -228,7 +228,7 @@ def _one_node(url: str, **values: object) -> tuple:
     and ``values``) of a fresh schema at ``url``."""
     conf = _config(url)
     engine = db_api.get_engine(conf)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     now = models.utcnow()
     with engine.begin() as connection:
         node = connection.execute(NODES.insert().values(

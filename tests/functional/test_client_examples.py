@@ -8,8 +8,8 @@ import sys
 import pytest
 import sqlalchemy as sa
 
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from tests.functional.test_manage_cli import _node
 from tests.functional.test_rpc_service import GIB
 from tests.functional.test_rpc_service import SERVING
@@ -27,7 +27,7 @@ def service(broker_url, sqlite_url, write_config,  # noqa: F811
     """A service on a fleet reporting the metrics the examples' extra
     specs constrain; its config file's path."""
     engine = sa.create_engine(sqlite_url, poolclass=sa.pool.NullPool)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     with engine.begin() as connection:
         connection.execute(models.ComputeNode.__table__.insert(), [
             _node(f"compute-{i}", 65536, {"memory.free": 60 * GIB,

@@ -11,8 +11,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.orm import Session
 
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 
 MANAGE = "scheduler-manage"
 
@@ -85,7 +85,7 @@ def _snapshot(url: str) -> dict:
 def _version(url: str) -> str | None:
     engine = sa.create_engine(url)
     try:
-        return migration.db_version(engine)
+        return schema.db_version(engine)
     finally:
         engine.dispose()
 
@@ -96,7 +96,7 @@ def test_sync_from_empty_then_noop(manage, db_url: str):
     assert _snapshot(db_url) == {}
 
     _ok(manage("db", "sync"))
-    head = migration.head_version()
+    head = schema.head_version()
     assert _ok(manage("db", "version")) == head
     before = _snapshot(db_url)
     assert set(before) == {"alembic_version",
@@ -132,7 +132,7 @@ def synced_db_url(db_url: str) -> str:
     # real command creates has no differences from the models.
     engine = sa.create_engine(db_url)
     try:
-        migration.db_sync(engine)
+        schema.db_sync(engine)
     finally:
         engine.dispose()
     return db_url
@@ -213,7 +213,7 @@ def test_database_from_newer_code_is_one_line(
         sqlite_url: str):
     engine = sa.create_engine(sqlite_url)
     try:
-        migration.db_sync(engine)
+        schema.db_sync(engine)
         with engine.begin() as connection:
             connection.execute(sa.text(
                 "UPDATE alembic_version SET version_num = 'ffff'"))
@@ -239,7 +239,7 @@ def test_concurrent_syncs_serialise(start_console_script: ScriptStarter,
                                       config_file=config)
                  for _ in range(2)]
     results = [process.wait() for process in processes]
-    head = migration.head_version()
+    head = schema.head_version()
     for result in results:
         assert _ok(result) == f"database schema at revision {head}"
     assert _version(db_url) == head

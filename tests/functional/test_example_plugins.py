@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from tests.functional.conftest import in_ci
 from tests.functional.test_manage_cli import _node
 
@@ -100,7 +100,7 @@ def fleet_url(sqlite_url: str) -> str:
     """Four 8-vCPU nodes: loaded (2.0 per vCPU, running two instances),
     busy (0.75), calm (0.125) and quiet (no load average)."""
     engine = sa.create_engine(sqlite_url, poolclass=sa.pool.NullPool)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     nodes = models.ComputeNode.__table__
     with engine.begin() as connection:
         connection.execute(nodes.insert(), [

@@ -18,8 +18,8 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import rpc
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from tests.functional.test_example_plugins import install_package
 from tests.functional.test_manage_cli import _node
 from tests.functional.test_metrics_endpoint import free_port
@@ -105,7 +105,7 @@ def _fleet(url: str) -> None:
     RAM but no memory used (the weigher raises); charlie has more free
     RAM than delta, so it wins among the hosts left."""
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     with engine.begin() as connection:
         connection.execute(models.ComputeNode.__table__.insert(), [
             _node("alpha", 65536, {"memory.used": 2 * GIB}),

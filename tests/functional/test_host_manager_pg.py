@@ -11,8 +11,8 @@ from scheduler import conf as scheduler_conf
 from scheduler import host_manager as hm
 from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 
 NODES = models.ComputeNode.__table__
 ALLOCATIONS = models.Allocation.__table__
@@ -49,7 +49,7 @@ def test_incremental_refresh_reads_one_changed_node(postgresql_url):
     conf.set_override("connection", postgresql_url, group="database")
     try:
         engine = db_api.get_engine(conf)
-        migration.db_sync(engine)
+        schema.db_sync(engine)
         when = models.utcnow() - datetime.timedelta(seconds=30)
         with engine.begin() as connection:
             # Agents report at different times: one second apart.

@@ -19,8 +19,8 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from tests.libvirt_support import require_libvirt
 
 IDLE_BIG = "aaaaaaaa-0000-4000-8000-000000000001"
@@ -77,7 +77,7 @@ def plan(db_url, write_config, tmp_path, run_console_script,
     """The fleet above; returns the planned migration and h0's metrics
     as stored."""
     engine = sa.create_engine(db_url, poolclass=sa.pool.NullPool)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     h0 = agent_config(write_config, tmp_path, db_url, "h0", HIGH_LOAD,
                       libvirt)
     h1 = agent_config(write_config, tmp_path, db_url, "h1",

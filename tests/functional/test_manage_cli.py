@@ -12,8 +12,8 @@ import sqlalchemy as sa
 
 from scheduler.cmd import output
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from tests.unit.test_balance_planner import planner
 from tests.unit.test_balance_planner import record_history
 from tests.unit.test_balance_planner import standard_fleet
@@ -41,7 +41,7 @@ def _node(name: str, memory_mb: int, metrics, **extra) -> dict:
 @pytest.fixture
 def fleet(db_url, write_config):
     engine = sa.create_engine(db_url, poolclass=sa.pool.NullPool)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     with engine.begin() as connection:
         connection.execute(models.ComputeNode.__table__.insert(), [
             _node("big", 65536, {"memory.free": 60 * GIB,

@@ -4,7 +4,7 @@ saying to run ``db sync``, and no SQLite file created by a read."""
 import pytest
 import sqlalchemy as sa
 
-from scheduler.db import migration
+from scheduler.db import schema
 
 READS = [("hosts", "list"), ("hosts", "show", "node-1"), ("explain",),
          ("balance", "--dry-run")]
@@ -57,7 +57,7 @@ def test_database_without_schema(command, db_url, write_config,
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_database_behind_the_code(db_url, write_config, run_console_script):
     engine = sa.create_engine(db_url)
-    migration.db_sync(engine, "0001")
+    schema.db_sync(engine, "0001")
     engine.dispose()
     config = write_config({"database": {"connection": db_url}})
     result = run_console_script("scheduler-manage", "hosts", "list",
@@ -65,4 +65,4 @@ def test_database_behind_the_code(db_url, write_config, run_console_script):
     assert result.returncode == 1
     assert result.stderr.endswith(
         f"is at revision 0001, scheduler-manage needs "
-        f"{migration.head_version()}: {DB_SYNC}\n")
+        f"{schema.head_version()}: {DB_SYNC}\n")

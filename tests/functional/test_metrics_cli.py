@@ -6,8 +6,8 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from tests.functional.test_manage_cli import _node
 
 NODES = models.ComputeNode.__table__
@@ -17,7 +17,7 @@ NODES = models.ComputeNode.__table__
 def fleet_url(sqlite_url) -> str:
     """Two nodes: the built-in cpu.percent on both, a file metric on one."""
     engine = sa.create_engine(sqlite_url)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     with engine.begin() as connection:
         connection.execute(NODES.insert(), [
             _node("node-1", 4096, {"cpu.percent": 10.0,

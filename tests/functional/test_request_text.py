@@ -25,8 +25,8 @@ from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler import manager
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from tests.functional import conftest
 
 NODES = models.ComputeNode.__table__
@@ -76,7 +76,7 @@ def _config(url: str) -> cfg.ConfigOpts:
 def scheduler(any_url: str) -> Iterator[manager.SchedulerManager]:
     conf = _config(any_url)
     engine = db_api.get_engine(conf)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     now = models.utcnow()
     with engine.begin() as connection:
         connection.execute(NODES.insert(), [{
@@ -135,7 +135,7 @@ def _stored_group(mgr: manager.SchedulerManager, instance: str) -> str:
 
 def test_the_database_tables_are_utf8mb4(mysql_latin1_url: str):
     engine = db_api.get_engine(_config(mysql_latin1_url))
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     with engine.connect() as connection:
         collations = dict(connection.execute(sa.text(
             "SELECT table_name, table_collation FROM "
@@ -199,7 +199,7 @@ def test_unstorable_keys_and_values_of_maps_are_named(scheduler, where):
 def test_existing_latin1_tables_are_converted(mysql_latin1_url: str):
     conf = _config(mysql_latin1_url)
     engine = db_api.get_engine(conf)
-    migration.db_sync(engine, "0002")
+    schema.db_sync(engine, "0002")
     now = models.utcnow()
     with engine.begin() as connection:
         # What 0001 and 0002 created before they named a character set.
@@ -214,8 +214,8 @@ def test_existing_latin1_tables_are_converted(mysql_latin1_url: str):
             "cpu_info": "{}", "networks": "[]", "metrics": "[]",
             "disabled": False, "generation": 0, "changed_at": now,
             "created_at": now, "updated_at": now})
-    migration.db_sync(engine)
-    assert migration.db_version(engine) == migration.head_version()
+    schema.db_sync(engine)
+    assert schema.db_version(engine) == schema.head_version()
     mgr = manager.SchedulerManager(conf)
     instance = str(uuid.uuid4())
     selection, = mgr.select_destinations({

@@ -33,8 +33,8 @@ from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler import rpc
 from scheduler.conf import messaging as messaging_conf
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from scheduler.rpc import rpcapi
 from tests.functional import conftest
 from tests.functional.test_manage_cli import _node
@@ -147,7 +147,7 @@ class BusNames:
 def make_fleet(url: str) -> None:
     """Schema plus three enabled nodes and a disabled one."""
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     with engine.begin() as connection:
         connection.execute(models.ComputeNode.__table__.insert(), [
             _node("big", 65536, {"memory.free": 60 * GIB}),

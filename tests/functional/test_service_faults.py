@@ -41,8 +41,8 @@ from scheduler import claims
 from scheduler import exception
 from scheduler import release_journal
 from scheduler import rpc
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from scheduler.rpc import rpcapi
 from tests.functional import conftest
 from tests.functional import private_servers
@@ -115,7 +115,7 @@ def make_fleet(url: str, vcpus: int = VCPUS_PER_HOST) -> None:
     RAM and disk plentiful."""
     engine = _engine(url)
     try:
-        migration.db_sync(engine)
+        schema.db_sync(engine)
         now = models.utcnow()
         with engine.begin() as connection:
             connection.execute(NODES.insert(), [{

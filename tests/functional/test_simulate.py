@@ -7,8 +7,8 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from scheduler.simulation import runner
 
 #: The fields every run of the JSON report carries.
@@ -101,7 +101,7 @@ def test_configuration_that_fails_config_check_exits_2(run_console_script,
 def test_database_with_real_nodes_is_refused(run_console_script,
                                              write_config, sqlite_url):
     engine = sa.create_engine(sqlite_url)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     now = models.utcnow()
     with engine.begin() as connection:
         connection.execute(models.ComputeNode.__table__.insert().values(

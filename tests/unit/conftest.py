@@ -6,7 +6,7 @@ from oslo_config import cfg
 from compute_monitor import conf as monitor_conf
 from scheduler import conf as scheduler_conf
 from scheduler.db import api as db_api
-from scheduler.db import migration
+from scheduler.db import schema
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def monitor_config(tmp_path) -> cfg.ConfigOpts:
 
 @pytest.fixture
 def synced_monitor_config(monitor_config) -> cfg.ConfigOpts:
-    migration.db_sync(db_api.get_engine(monitor_config))
+    schema.db_sync(db_api.get_engine(monitor_config))
     return monitor_config
 
 
@@ -38,7 +38,7 @@ def scheduler_config(tmp_path) -> cfg.ConfigOpts:
     conf.set_override("connection", f"sqlite:///{tmp_path}/scheduler.sqlite",
                       group="database")
     conf.set_override("state_path", str(tmp_path))
-    migration.db_sync(db_api.get_engine(conf))
+    schema.db_sync(db_api.get_engine(conf))
     yield conf
     db_api.dispose_engines()
 

@@ -8,8 +8,8 @@ from sqlalchemy import exc as sa_exc
 from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 
 
 @pytest.fixture
@@ -30,18 +30,18 @@ def _tables(engine: sa.Engine) -> set[str]:
 
 def test_sync_from_empty_reaches_head(db_conf):
     engine = db_api.get_engine(db_conf)
-    assert migration.db_version(engine) is None
+    assert schema.db_version(engine) is None
 
-    migration.db_sync(engine)
+    schema.db_sync(engine)
 
-    assert migration.db_version(engine) == migration.head_version()
+    assert schema.db_version(engine) == schema.head_version()
     assert _tables(engine) == {"alembic_version",
                                *models.Base.metadata.tables}
 
 
 def test_second_sync_is_a_noop(db_conf):
     engine = db_api.get_engine(db_conf)
-    migration.db_sync(engine)
+    schema.db_sync(engine)
     with engine.begin() as connection:
         connection.execute(sa.insert(models.ComputeNode).values(
             uuid="3f0f3c4e-0000-4000-8000-000000000001", host="node-1",
@@ -50,13 +50,13 @@ def test_second_sync_is_a_noop(db_conf):
                       for c in sa.inspect(engine).get_columns(table)]
               for table in _tables(engine)}
 
-    migration.db_sync(engine)
+    schema.db_sync(engine)
 
     after = {table: [(c["name"], c["nullable"])
                      for c in sa.inspect(engine).get_columns(table)]
              for table in _tables(engine)}
     assert after == before
-    assert migration.db_version(engine) == migration.head_version()
+    assert schema.db_version(engine) == schema.head_version()
     with engine.connect() as connection:
         # A re-run migration would have recreated the table, empty.
         assert connection.scalar(sa.select(sa.func.count()).select_from(

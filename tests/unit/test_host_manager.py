@@ -19,8 +19,8 @@ from scheduler import conf as scheduler_conf
 from scheduler import host_manager as hm
 from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import schema
 from scheduler.host_cache import decode
 from scheduler.host_cache import queries
 from scheduler.request_spec import RequestSpec
@@ -55,7 +55,7 @@ def conf(tmp_path):
     conf.set_override("connection", f"sqlite:///{tmp_path}/hm.sqlite",
                       group="database")
     conf.set_override("state_path", str(tmp_path))
-    migration.db_sync(db_api.get_engine(conf))
+    schema.db_sync(db_api.get_engine(conf))
     yield conf
     clear_overrides(conf)
     conf.clear_override("connection", group="database")

@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 from scheduler.db import api as db_api
 from scheduler.db import locks
 
-_SCRIPT_LOCATION = os.path.join(os.path.dirname(__file__), "migrations")
+_SCRIPT_LOCATION = os.path.join(os.path.dirname(__file__), "schema_versions")
 # A sync holds the lock only while its migrations run; past this, something
 # is stuck and the operator should look.
 SYNC_LOCK_TIMEOUT = 600

@@ -10,8 +10,8 @@ Create Date: 2026-11-24
 import sqlalchemy as sa
 from alembic import op
 
-from scheduler.db.migrations import TABLE_OPTIONS
 from scheduler.db.models import PreciseDateTime
+from scheduler.db.schema_versions import TABLE_OPTIONS
 
 revision = "0004"
 down_revision = "0003"

@@ -8,8 +8,8 @@ Create Date: 2026-11-21
 import sqlalchemy as sa
 from alembic import op
 
-from scheduler.db.migrations import TABLE_OPTIONS
 from scheduler.db.models import PreciseDateTime
+from scheduler.db.schema_versions import TABLE_OPTIONS
 
 revision = "0002"
 down_revision = "0001"

@@ -15,7 +15,7 @@ Create Date: 2026-11-24
 import sqlalchemy as sa
 from alembic import op
 
-from scheduler.db.migrations import TABLE_OPTIONS
+from scheduler.db.schema_versions import TABLE_OPTIONS
 
 revision = "0003"
 down_revision = "0002"

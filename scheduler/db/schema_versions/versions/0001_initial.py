@@ -8,9 +8,9 @@ Create Date: 2026-11-21
 import sqlalchemy as sa
 from alembic import op
 
-from scheduler.db.migrations import TABLE_OPTIONS
 from scheduler.db.models import LongText
 from scheduler.db.models import PreciseDateTime
+from scheduler.db.schema_versions import TABLE_OPTIONS
 
 revision = "0001"
 down_revision = None
