@@ -1,5 +1,6 @@
 """A host state from its row, its claims and its row's decoding."""
 
+import datetime
 from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -30,38 +31,17 @@ def build_state(row: queries.NodeRow,
     allocations (a report was the only change): its sums and sets are
     taken over, and only which claims are pending is worked out again.
     """
-    claims_pending = vcpus_pending = memory_mb_pending = 0
     reported = row.metrics_updated_at
     if same_claims is not None:
-        vcpus = same_claims.vcpus_claimed
-        memory_mb = same_claims.memory_mb_claimed
-        disk_gb = same_claims.disk_gb_claimed
         # Cached states are never changed, only replaced: shared.
-        instances = same_claims.instances
-        groups = same_claims.instance_groups
-        for allocation in allocations:
-            if reported is None or allocation.created_at >= reported:
-                claims_pending += 1
-                vcpus_pending += allocation.vcpus
-                memory_mb_pending += allocation.memory_mb
+        vcpus, memory_mb, disk_gb, instances, groups = (
+            same_claims.vcpus_claimed, same_claims.memory_mb_claimed,
+            same_claims.disk_gb_claimed, same_claims.instances,
+            same_claims.instance_groups)
     else:
-        vcpus = memory_mb = disk_gb = 0
-        instances = set()
-        groups = set()
-        for allocation in allocations:
-            vcpus += allocation.vcpus
-            memory_mb += allocation.memory_mb
-            disk_gb += allocation.disk_gb
-            # A node that never reported has no claim in its metrics
-            # yet, nor has a report stamped the very instant the claim
-            # was made.
-            if reported is None or allocation.created_at >= reported:
-                claims_pending += 1
-                vcpus_pending += allocation.vcpus
-                memory_mb_pending += allocation.memory_mb
-            instances.add(allocation.instance_uuid)
-            if allocation.instance_group:
-                groups.add(allocation.instance_group)
+        vcpus, memory_mb, disk_gb, instances, groups = _held(allocations)
+    claims_pending, vcpus_pending, memory_mb_pending = _pending(
+        allocations, reported)
     cpu_ratio, ram_ratio, disk_ratio = ratios
     # Every field, as HostState() would set them, at a third of the cost
     # of its keyword __init__: one state is built per changed row.
@@ -90,6 +70,36 @@ def build_state(row: queries.NodeRow,
         "generation": row.generation, "changed_at": row.changed_at,
         "instances": instances, "instance_groups": groups}
     return state
+
+
+def _held(allocations: Sequence[queries.AllocationRow]
+          ) -> tuple[int, int, int, set[str], set[str]]:
+    """vCPUs, MiB and GB the claims hold, their instances and groups."""
+    vcpus = memory_mb = disk_gb = 0
+    instances: set[str] = set()
+    groups: set[str] = set()
+    for allocation in allocations:
+        vcpus += allocation.vcpus
+        memory_mb += allocation.memory_mb
+        disk_gb += allocation.disk_gb
+        instances.add(allocation.instance_uuid)
+        if allocation.instance_group:
+            groups.add(allocation.instance_group)
+    return vcpus, memory_mb, disk_gb, instances, groups
+
+
+def _pending(allocations: Sequence[queries.AllocationRow],
+             reported: datetime.datetime | None) -> tuple[int, int, int]:
+    """How many claims the report ``reported`` predates, and their vCPUs
+    and MiB: a node that never reported has no claim in its metrics yet,
+    nor has a report stamped the very instant the claim was made."""
+    count = vcpus = memory_mb = 0
+    for allocation in allocations:
+        if reported is None or allocation.created_at >= reported:
+            count += 1
+            vcpus += allocation.vcpus
+            memory_mb += allocation.memory_mb
+    return count, vcpus, memory_mb
 
 
 def _ratio(own: float | None, default: float) -> float:
