@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import NamedTuple
 
+import msgspec
 from oslo_config import cfg
 
 from scheduler import clock
@@ -30,31 +31,20 @@ _MEMORY_DOWN = ("memory.free", "memory.available")
 _MEMORY_UP = ("memory.used",)
 
 
-# Slots: a 10,000-host cache holds 200,000 of these.
-@dataclasses.dataclass(frozen=True, slots=True)
-class Metric:
+class Metric(msgspec.Struct, frozen=True, gc=False):
+    """One reported measurement of a node: its value, when it was
+    measured (naive UTC) and what measured it.
+
+    A msgspec struct, not a dataclass: a cache of 100,000 hosts holds two
+    million of these, which the garbage collector then walked at every
+    full collection (a pause of seconds); holding no reference that could
+    form a cycle, they are left out of its tracking. Built in a third of
+    a frozen dataclass's time, too.
+    """
+
     value: float
     timestamp: datetime.datetime
     source: str = ""
-
-
-_new_object = object.__new__
-_set_value = Metric.value.__set__  # type: ignore[attr-defined]
-_set_timestamp = Metric.timestamp.__set__  # type: ignore[attr-defined]
-_set_source = Metric.source.__set__  # type: ignore[attr-defined]
-
-
-def new_metric(value: float, timestamp: datetime.datetime,
-            source: str) -> Metric:
-    """``Metric(value, timestamp, source)`` at a quarter of the cost: a
-    frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__``, and every report of every node makes several
-    (the slots' own setters are what it ends up calling)."""
-    metric = _new_object(Metric)
-    _set_value(metric, value)
-    _set_timestamp(metric, timestamp)
-    _set_source(metric, source)
-    return metric
 
 
 @dataclasses.dataclass

@@ -15,7 +15,6 @@ from oslo_log import log as logging
 from scheduler import instance_metrics as instance_metrics_mod
 from scheduler.host_cache import queries
 from scheduler.host_state import Metric
-from scheduler.host_state import new_metric
 from scheduler.metric_entries import parse_timestamp
 from scheduler.metric_entries import reading
 from scheduler.metric_entries import recent_stamps
@@ -104,8 +103,8 @@ def well_formed_metrics(text: str) -> dict[str, Metric] | None:
                 return None
             stamps[stamp] = timestamp
         source = entry.source
-        metrics[name] = new_metric(value, timestamp,
-                                   "" if source is None else source)
+        metrics[name] = Metric(value, timestamp,
+                               "" if source is None else source)
     return metrics
 
 

@@ -943,3 +943,15 @@ def test_claims_on_gives_the_claims_the_cache_read(engine, manager):
     (row,) = found[node]
     assert (row.instance_uuid, row.vcpus, row.memory_mb, row.disk_gb,
             row.instance_group) == (instance, 3, 1024, 7, "g")
+
+
+def test_metrics_stay_out_of_the_garbage_collectors_tracking():
+    """A cache of 100,000 hosts holds millions of metrics: a full
+    collection must not walk them."""
+    import gc
+
+    metric = hm.Metric(1.0, datetime.datetime(2026, 1, 1), "libvirt")
+    assert not gc.is_tracked(metric)
+    assert metric == hm.Metric(1.0, datetime.datetime(2026, 1, 1),
+                               "libvirt")
+    assert hm.Metric(2.0, metric.timestamp).source == ""
