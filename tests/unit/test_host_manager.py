@@ -2,6 +2,7 @@
 
 import dataclasses
 import datetime
+import gc
 import json
 import logging
 import math
@@ -948,8 +949,6 @@ def test_claims_on_gives_the_claims_the_cache_read(engine, manager):
 def test_metrics_stay_out_of_the_garbage_collectors_tracking():
     """A cache of 100,000 hosts holds millions of metrics: a full
     collection must not walk them."""
-    import gc
-
     metric = hm.Metric(1.0, datetime.datetime(2026, 1, 1), "libvirt")
     assert not gc.is_tracked(metric)
     assert metric == hm.Metric(1.0, datetime.datetime(2026, 1, 1),
