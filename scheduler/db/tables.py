@@ -4,10 +4,10 @@ values go in one IN list.
 Every statement is written against SQLAlchemy Core tables rather than
 the ORM classes of ``scheduler.db.models``: the engine reads and writes
 tens of thousands of rows, and ORM objects cost several times more than
-plain rows. The statements themselves live next to each other:
-``scheduler.host_cache.queries`` (what a host cache refresh reads),
-``scheduler.claims.sql`` (claims), and the ``*_sql`` modules of this
-package (migrations, utilisation samples, stored policies).
+plain rows. The statements themselves live next to each other, in this
+package: ``host_queries`` (what a host cache refresh reads),
+``scheduler.claims.sql`` (claims), and the ``*_sql`` modules
+(migrations, utilisation samples, stored policies).
 """
 
 from collections.abc import Iterator

@@ -5,8 +5,9 @@ from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from scheduler.db.host_queries import AllocationRow
+from scheduler.db.host_queries import NodeRow
 from scheduler.host_cache import decode
-from scheduler.host_cache import queries
 from scheduler.host_state import HostState
 
 _new_object = object.__new__
@@ -20,8 +21,8 @@ class Entry(NamedTuple):
     source: tuple
 
 
-def build_state(row: queries.NodeRow,
-                allocations: Sequence[queries.AllocationRow],
+def build_state(row: NodeRow,
+                allocations: Sequence[AllocationRow],
                 decoded: decode.Decoded,
                 ratios: tuple[float, float, float],
                 same_claims: HostState | None = None) -> HostState:
@@ -72,7 +73,7 @@ def build_state(row: queries.NodeRow,
     return state
 
 
-def _held(allocations: Sequence[queries.AllocationRow]
+def _held(allocations: Sequence[AllocationRow]
           ) -> tuple[int, int, int, set[str], set[str]]:
     """vCPUs, MiB and GB the claims hold, their instances and groups."""
     vcpus = memory_mb = disk_gb = 0
@@ -88,7 +89,7 @@ def _held(allocations: Sequence[queries.AllocationRow]
     return vcpus, memory_mb, disk_gb, instances, groups
 
 
-def _pending(allocations: Sequence[queries.AllocationRow],
+def _pending(allocations: Sequence[AllocationRow],
              reported: datetime.datetime | None) -> tuple[int, int, int]:
     """How many claims the report ``reported`` predates, and their vCPUs
     and MiB: a node that never reported has no claim in its metrics yet,
@@ -106,9 +107,9 @@ def _ratio(own: float | None, default: float) -> float:
     return default if own is None else own
 
 
-def claims_by_node(allocations: Iterable[queries.AllocationRow]
-             ) -> dict[int, list[queries.AllocationRow]]:
-    grouped: dict[int, list[queries.AllocationRow]] = {}
+def claims_by_node(allocations: Iterable[AllocationRow]
+             ) -> dict[int, list[AllocationRow]]:
+    grouped: dict[int, list[AllocationRow]] = {}
     for allocation in allocations:
         grouped.setdefault(allocation.compute_node_id, []).append(allocation)
     return grouped

@@ -13,7 +13,7 @@ import orjson
 from oslo_log import log as logging
 
 from scheduler import instance_metrics as instance_metrics_mod
-from scheduler.host_cache import queries
+from scheduler.db.host_queries import NodeRow
 from scheduler.host_state import Metric
 from scheduler.metric_entries import parse_timestamp
 from scheduler.metric_entries import reading
@@ -188,7 +188,7 @@ def decode_networks(text: str, problems: list[str]) -> frozenset[str]:
     return frozenset(names)
 
 
-def decode(row: queries.NodeRow, previous: Decoded | None = None) -> Decoded:
+def decode(row: NodeRow, previous: Decoded | None = None) -> Decoded:
     """Decode the JSON columns; what is malformed is left out and logged.
 
     Only rows that changed are decoded, so the warning appears once per

@@ -20,7 +20,7 @@ from oslo_config import cfg
 
 from scheduler import observability
 from scheduler.db import models
-from scheduler.host_cache import queries
+from scheduler.db.host_queries import AllocationRow
 from scheduler.host_cache import refresher as host_cache_refresher
 from scheduler.host_cache.build import Entry
 from scheduler.host_cache.build import build_state
@@ -159,7 +159,7 @@ class HostManager(RefreshReads):
             return self._table.hosts
 
     def claims_on(self, node_ids: Iterable[int]
-                  ) -> dict[int, tuple[queries.AllocationRow, ...]]:
+                  ) -> dict[int, tuple[AllocationRow, ...]]:
         """The claims on these nodes as the cache last read them, by node
         id (nodes it does not hold are absent): each with its
         ``instance_uuid``, ``vcpus``, ``memory_mb``, ``disk_gb`` and
@@ -192,7 +192,7 @@ class HostManager(RefreshReads):
                 return False
             row, allocations, ratios = entry.source
             row = row._replace(generation=generation, changed_at=changed_at)
-            allocations = (*allocations, queries.AllocationRow(
+            allocations = (*allocations, AllocationRow(
                 node_id, instance_uuid, vcpus, memory_mb, disk_gb, group,
                 changed_at))
             entry = Entry(build_state(row, allocations, entry.decoded, ratios),

@@ -16,9 +16,12 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from scheduler.db import api as db_api
+from scheduler.db import host_queries
 from scheduler.db import tables
+from scheduler.db.host_queries import AllocationRow
+from scheduler.db.host_queries import KeyRow
+from scheduler.db.host_queries import NodeRow
 from scheduler.host_cache import decode
-from scheduler.host_cache import queries
 from scheduler.host_cache.build import Entry
 from scheduler.host_cache.build import build_state
 from scheduler.host_cache.build import claims_by_node
@@ -94,15 +97,15 @@ class RefreshReads:
                   ratios: tuple[float, float, float],
                   pace: Callable[[], None] | None = None) -> Changes:
         if pace is None:
-            rows = queries.fetch(connection, queries.ALL_NODES,
-                                 queries.NodeRow)
-            allocations = queries.fetch(connection, queries.ALL_ALLOCATIONS,
-                                        queries.AllocationRow)
+            rows = host_queries.fetch(connection, host_queries.ALL_NODES,
+                                      NodeRow)
+            allocations = host_queries.fetch(
+                connection, host_queries.ALL_ALLOCATIONS, AllocationRow)
         else:
-            rows = queries.fetch_paced(connection, queries.ALL_NODES,
-                                       queries.NodeRow, pace)
-            allocations = queries.fetch_paced(
-                connection, queries.ALL_ALLOCATIONS, queries.AllocationRow,
+            rows = host_queries.fetch_paced(
+                connection, host_queries.ALL_NODES, NodeRow, pace)
+            allocations = host_queries.fetch_paced(
+                connection, host_queries.ALL_ALLOCATIONS, AllocationRow,
                 pace)
         entries, decoded = self._build_entries(rows, allocations, ratios,
                                                reuse=True, pace=pace)
@@ -117,16 +120,16 @@ class RefreshReads:
                       ratios: tuple[float, float, float]) -> Changes:
         watermark = self._watermark
         if watermark is None:
-            newer: list[queries.NodeRow] = []
-            keys = queries.fetch(connection, queries.ALL_KEYS, queries.KeyRow)
+            newer: list[NodeRow] = []
+            keys = host_queries.fetch(connection, host_queries.ALL_KEYS,
+                                      KeyRow)
         else:
             # Rows stamped after the watermark are read whole at once:
             # they are few, and they changed. One stamped with the
             # watermark's own time is a late change, for _late_keys().
-            newer = queries.fetch(connection, queries.NODES_AFTER,
-                                  queries.NodeRow,
-                           after=watermark)
-            keys = [queries.KeyRow(row.id, row.changed_at, row.generation)
+            newer = host_queries.fetch(connection, host_queries.NODES_AFTER,
+                                       NodeRow, after=watermark)
+            keys = [KeyRow(row.id, row.changed_at, row.generation)
                     for row in newer]
             keys.extend(self._late_keys(connection, now, overlap,
                                         {row.id for row in newer}))
@@ -135,18 +138,18 @@ class RefreshReads:
         rows = [row for row in newer if row.id in wanted]
         # Only rows that changed are read with their (large) JSON columns.
         unread = sorted(wanted - {row.id for row in rows})
-        allocations: list[queries.AllocationRow] = []
+        allocations: list[AllocationRow] = []
         for chunk in tables.chunks(unread):
-            rows.extend(queries.fetch(connection, queries.NODES_BY_ID,
-                                      queries.NodeRow,
-                               ids=list(chunk)))
+            rows.extend(host_queries.fetch(
+                connection, host_queries.NODES_BY_ID, NodeRow,
+                ids=list(chunk)))
         kept_claims = self._claims_as_cached(rows)
         claimed = [node_id for node_id in stale
                    if node_id not in kept_claims]
         for chunk in tables.chunks(claimed):
-            allocations.extend(queries.fetch(connection,
-                                             queries.ALLOCATIONS_BY_NODE,
-                                      queries.AllocationRow, ids=list(chunk)))
+            allocations.extend(host_queries.fetch(
+                connection, host_queries.ALLOCATIONS_BY_NODE, AllocationRow,
+                ids=list(chunk)))
         entries, decoded = self._build_entries(rows, allocations, ratios,
                                                reuse=False,
                                                kept_claims=kept_claims)
@@ -161,7 +164,7 @@ class RefreshReads:
             rows_decoded=decoded, allocations_read=len(allocations))
 
     def _late_keys(self, connection: sa.Connection, now: float,
-                   overlap: int, seen: set[int]) -> list[queries.KeyRow]:
+                   overlap: int, seen: set[int]) -> list[KeyRow]:
         """The change keys of the overlap window up to the watermark
         (changes committed late, or by a writer whose clock lags), but
         only when that window's row count or generation sum differs from
@@ -184,13 +187,13 @@ class RefreshReads:
         watermark = self._watermark
         since = watermark - datetime.timedelta(seconds=overlap)
         count, generations = connection.execute(
-            queries.WINDOW_PROBE, {"since": since, "until": watermark}).one()
+            host_queries.WINDOW_PROBE,
+            {"since": since, "until": watermark}).one()
         if (count, generations) == self._window_fingerprint(
                 since, watermark, seen):
             return []
-        return [key for key in queries.fetch(connection, queries.KEYS_SINCE,
-                                             queries.KeyRow,
-                                      since=since)
+        return [key for key in host_queries.fetch(
+                    connection, host_queries.KEYS_SINCE, KeyRow, since=since)
                 if key.id not in seen]
 
     def _window_fingerprint(self, since: datetime.datetime,
@@ -213,8 +216,8 @@ class RefreshReads:
                 total -= int(generations[row])
         return count, total
 
-    def _claims_as_cached(self, rows: Iterable[queries.NodeRow]
-                          ) -> dict[int, tuple[queries.AllocationRow, ...]]:
+    def _claims_as_cached(self, rows: Iterable[NodeRow]
+                          ) -> dict[int, tuple[AllocationRow, ...]]:
         """The cached claims of the ``rows`` whose one change since the
         cache read them was a metrics report, by node id.
 
@@ -241,24 +244,24 @@ class RefreshReads:
                 kept[row.id] = entry.source[1]
         return kept
 
-    def _is_stale(self, key: queries.KeyRow) -> bool:
+    def _is_stale(self, key: KeyRow) -> bool:
         entry = self._entries.get(key.id)
         return (entry is None or entry.state.changed_at != key.changed_at
                 or entry.state.generation != key.generation)
 
-    def _build_entries(self, rows: Sequence[queries.NodeRow],
-                       allocations: Sequence[queries.AllocationRow],
+    def _build_entries(self, rows: Sequence[NodeRow],
+                       allocations: Sequence[AllocationRow],
                        ratios: tuple[float, float, float], reuse: bool,
                        pace: Callable[[], None] | None = None,
                        kept_claims: Mapping[
-                           int, Sequence[queries.AllocationRow]] | None = None
+                           int, Sequence[AllocationRow]] | None = None
                        ) -> tuple[dict[int, Entry], int]:
-        by_node: dict[int, Sequence[queries.AllocationRow]] = {
+        by_node: dict[int, Sequence[AllocationRow]] = {
             **claims_by_node(allocations), **(kept_claims or {})}
         entries = {}
         decoded_rows = 0
         for index, row in enumerate(rows):
-            slice_rows = queries.PACE_ROWS
+            slice_rows = host_queries.PACE_ROWS
             if pace is not None and index % slice_rows == slice_rows - 1:
                 pace()
             claims = by_node.get(row.id, ())
@@ -283,7 +286,7 @@ class RefreshReads:
 
     @staticmethod
     def _reusable(entry: Entry | None,
-                  row: queries.NodeRow) -> decode.Decoded | None:
+                  row: NodeRow) -> decode.Decoded | None:
         """The cached decoding of a row whose JSON columns did not
         change, on a full load.
 

@@ -16,8 +16,8 @@ from sqlalchemy import exc as sa_exc
 
 from scheduler import host_manager as hm
 from scheduler.conf import messaging as messaging_conf
+from scheduler.db import host_queries
 from scheduler.db import models
-from scheduler.host_cache import queries
 from scheduler.host_cache import refresher as host_cache_refresher
 from scheduler.rpc import server
 from tests.unit.test_host_manager import NODES
@@ -51,17 +51,17 @@ def background(manager):
 def during_full_read(monkeypatch, action) -> None:
     """Run ``action()`` once a full load has read nodes and claims, before
     it is swapped in."""
-    real = queries.fetch
+    real = host_queries.fetch
     done = []
 
     def fetch(connection, query, shape, **parameters):
         rows = real(connection, query, shape, **parameters)
-        if shape is queries.AllocationRow and not parameters and not done:
+        if shape is host_queries.AllocationRow and not parameters and not done:
             done.append(True)
             action()
         return rows
 
-    monkeypatch.setattr(queries, "fetch", fetch)
+    monkeypatch.setattr(host_queries, "fetch", fetch)
 
 
 def test_requests_during_a_reload_refresh_and_keep_what_they_read(
@@ -94,11 +94,11 @@ def test_change_the_reload_saw_but_no_request_did_is_read_next(
     ids = [add_node(engine, f"h{i}", when=models.utcnow() - 10 * SECOND)
            for i in range(2)]
     manager.host_states()
-    real = queries.fetch
+    real = host_queries.fetch
     calls = []
 
     def fetch(connection, query, shape, **parameters):
-        if shape is queries.NodeRow and not parameters and not calls:
+        if shape is host_queries.NodeRow and not parameters and not calls:
             calls.append(True)
             # A request takes h0 in, then h0 changes again before the
             # load reads it: the swap keeps the request's older h0, and
@@ -108,7 +108,7 @@ def test_change_the_reload_saw_but_no_request_did_is_read_next(
             claim(engine, ids[0], vcpus=2)
         return real(connection, query, shape, **parameters)
 
-    monkeypatch.setattr(queries, "fetch", fetch)
+    monkeypatch.setattr(host_queries, "fetch", fetch)
     manager.reload()
     assert by_host(manager.host_states())["h0"].vcpus_claimed == 3
 
@@ -121,11 +121,11 @@ def test_reload_drops_deleted_nodes_even_if_requests_read_them(
     manager.host_states()
     with engine.begin() as connection:
         connection.execute(NODES.delete().where(NODES.c.id == gone))
-    real = queries.fetch
+    real = host_queries.fetch
     calls = []
 
     def fetch(connection, query, shape, **parameters):
-        if shape is queries.NodeRow and not parameters and not calls:
+        if shape is host_queries.NodeRow and not parameters and not calls:
             calls.append(True)
             # Read by a request during the load, deleted before the load
             # reads the table.
@@ -136,7 +136,7 @@ def test_reload_drops_deleted_nodes_even_if_requests_read_them(
                     NODES.c.id == doomed))
         return real(connection, query, shape, **parameters)
 
-    monkeypatch.setattr(queries, "fetch", fetch)
+    monkeypatch.setattr(host_queries, "fetch", fetch)
     manager.reload()
     assert [s.host for s in manager.host_states()] == ["a"]
     assert manager.host_states()[0].node_id == keep
@@ -323,7 +323,7 @@ class FakeService:
 
 def test_paced_reload_reads_what_a_full_load_reads(conf, engine, manager,
                                                    monkeypatch):
-    monkeypatch.setattr(queries, "PACE_ROWS", 2)
+    monkeypatch.setattr(host_queries, "PACE_ROWS", 2)
     ids = [add_node(engine, f"h{i}") for i in range(5)]
     manager.host_states()
     for node_id in ids[:3]:

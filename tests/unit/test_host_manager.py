@@ -20,10 +20,10 @@ from scheduler import conf as scheduler_conf
 from scheduler import host_manager as hm
 from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
+from scheduler.db import host_queries
 from scheduler.db import models
 from scheduler.db import schema
 from scheduler.host_cache import decode
-from scheduler.host_cache import queries
 from scheduler.request_spec import RequestSpec
 
 NODES = models.ComputeNode.__table__
@@ -418,19 +418,19 @@ def test_claim_the_cache_already_counts_is_not_recorded_twice(
     would count it twice under a key the refresh would then trust."""
     node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
     manager.host_states()
-    read_nodes = queries.fetch
+    read_nodes = host_queries.fetch
     claimed = {}
 
     def claim_between_the_reads(connection, query, shape, **parameters):
         rows = read_nodes(connection, query, shape, **parameters)
-        if shape is queries.NodeRow and not claimed:
+        if shape is host_queries.NodeRow and not claimed:
             claimed["instance"] = claim(engine, node, vcpus=3)
         return rows
 
     update_node(engine, node, generation=1)
-    monkeypatch.setattr(queries, "fetch", claim_between_the_reads)
+    monkeypatch.setattr(host_queries, "fetch", claim_between_the_reads)
     host = manager.host_states()[0]
-    monkeypatch.setattr(queries, "fetch", read_nodes)
+    monkeypatch.setattr(host_queries, "fetch", read_nodes)
     assert (host.generation, host.vcpus_claimed) == (1, 3)
     with engine.connect() as connection:
         row = connection.execute(sa.select(NODES).where(
