@@ -14,10 +14,10 @@ import datetime
 import sqlalchemy as sa
 from oslo_config import cfg
 
-from scheduler.claims import write_transaction
 from scheduler.db import api as db_api
 from scheduler.db import migration_sql
 from scheduler.db import models
+from scheduler.db.claim_sql import write_transaction
 
 PLANNED = "planned"
 RUNNING = "running"

@@ -21,13 +21,14 @@ workers, processes or machines make them. Claims on different nodes never
 wait for each other.
 
 On PostgreSQL the same check usually takes one statement and one round
-trip (``sql.CAS_CLAIM``, in autocommit): it reads the node's generation,
-capacity and claimed sums from one snapshot, bumps the generation only
-if it still holds the value read (compare-and-swap: PostgreSQL re-reads
-the row after waiting for its lock) and the claim fits, and inserts the
-allocation only if the bump happened. A node whose generation moved
-under the statement (a concurrent claim, release or report) is claimed
-with the locking transaction above instead, which always answers.
+trip (``scheduler.db.claim_sql.CAS_CLAIM``, in autocommit): it reads the
+node's generation, capacity and claimed sums from one snapshot, bumps the
+generation only if it still holds the value read (compare-and-swap:
+PostgreSQL re-reads the row after waiting for its lock) and the claim
+fits, and inserts the allocation only if the bump happened. A node
+whose generation moved under the statement (a concurrent claim, release
+or report) is claimed with the locking transaction above instead, which
+always answers.
 
 An instance holds at most one claim (``allocations.instance_uuid`` is
 unique): claiming for an instance that already holds one returns that
@@ -39,10 +40,11 @@ connection is run once more, on a fresh connection. Should the lost
 statement have committed, the retry finds the claim under its own
 allocation id and returns it as made by this call.
 
-The package: ``types`` (Claim, Usage, the errors), ``sql`` (the
-statements and the write transaction), ``retry`` (when a claim or release
-runs again), ``store`` (``Claims``), ``deferred`` (``DeferredReleases``,
-the background releases). Every name is imported from here.
+The package: ``types`` (Claim, Usage, the errors), ``retry`` (when a
+claim or release runs again), ``store`` (``Claims``), ``deferred``
+(``DeferredReleases``, the background releases). Every name is imported
+from here. The statements and the write transaction are in
+``scheduler.db.claim_sql``.
 """
 
 from scheduler.claims.deferred import DeferredReleases
@@ -52,7 +54,6 @@ from scheduler.claims.retry import _ATTEMPTS
 from scheduler.claims.retry import _TRANSIENT_MYSQL_ERRORS
 from scheduler.claims.retry import _TRANSIENT_SQLSTATES
 from scheduler.claims.retry import is_transient
-from scheduler.claims.sql import write_transaction
 from scheduler.claims.store import Claims
 from scheduler.claims.types import Claim
 from scheduler.claims.types import ClaimConflict
@@ -72,5 +73,4 @@ __all__ = [
     "_from_record",
     "_record",
     "is_transient",
-    "write_transaction",
 ]

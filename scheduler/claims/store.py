@@ -14,13 +14,13 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from scheduler.claims import retry
-from scheduler.claims import sql
-from scheduler.claims.sql import write_transaction
 from scheduler.claims.types import Claim
 from scheduler.claims.types import ClaimConflict
 from scheduler.claims.types import Usage
 from scheduler.db import api as db_api
+from scheduler.db import claim_sql
 from scheduler.db import models
+from scheduler.db.claim_sql import write_transaction
 from scheduler.db.tables import chunks
 
 # The logger of the module this came from: log lines and logging
@@ -146,13 +146,13 @@ class Claims:
     def _swap_claim(self, engine: Engine, node_id: int, instance_uuid: str,
                     usage: Usage, group: str | None, allocation_id: str
                     ) -> Claim | None:
-        """The claim in one statement (``sql.CAS_CLAIM``); None when the
+        """The claim in one statement (``claim_sql.CAS_CLAIM``); None when the
         node's generation moved under it."""
         opts = self.conf.filter_scheduler
         now = models.utcnow()
         with engine.connect() as connection:
             node = connection.execution_options(
-                isolation_level="AUTOCOMMIT").execute(sql.CAS_CLAIM, {
+                isolation_level="AUTOCOMMIT").execute(claim_sql.CAS_CLAIM, {
                     "node_id": node_id, "now": now,
                     "cpu_ratio": opts.cpu_allocation_ratio,
                     "ram_ratio": opts.ram_allocation_ratio,
@@ -182,14 +182,14 @@ class Claims:
             # The bump comes first: it takes the node's row lock, waiting
             # for any other claim on the node to commit, and the rollback
             # undoes it when the node turns out full.
-            if connection.execute(sql.BUMP, {"node_id": node_id,
+            if connection.execute(claim_sql.BUMP, {"node_id": node_id,
                                           "now": now}).rowcount == 0:
                 raise ClaimConflict(node_id, "?", "the node no longer "
                                     "exists")
             # A statement of its own, after the lock: under READ
             # COMMITTED its snapshot holds every claim committed on the
             # node.
-            node = connection.execute(sql.NODE_USAGE,
+            node = connection.execute(claim_sql.NODE_USAGE,
                                       {"node_id": node_id}).one()
             _check_room(node_id, node, usage,
                         _ratio(node.cpu_allocation_ratio,
@@ -198,7 +198,7 @@ class Claims:
                                opts.ram_allocation_ratio),
                         _ratio(node.disk_allocation_ratio,
                                opts.disk_allocation_ratio))
-            connection.execute(sql.INSERT, {
+            connection.execute(claim_sql.INSERT, {
                 "uuid": allocation_id, "instance_uuid": instance_uuid,
                 "compute_node_id": node_id, "vcpus": usage.vcpus,
                 "memory_mb": usage.memory_mb, "disk_gb": usage.disk_gb,
@@ -216,7 +216,7 @@ class Claims:
             return found
         with self.engine.connect() as connection:
             for chunk in chunks(wanted):
-                rows = connection.execute(sql.CLAIMS_OF,
+                rows = connection.execute(claim_sql.CLAIMS_OF,
                                           {"uuids": chunk}).all()
                 for row in rows:
                     found[row[1]] = Claim(*row, existing=True)
@@ -224,7 +224,7 @@ class Claims:
 
     def release(self, instance_uuid: str) -> bool:
         """Delete the instance's claim; False when it held none."""
-        return self._release(sql.RELEASE_INSTANCE,
+        return self._release(claim_sql.RELEASE_INSTANCE,
                              {"instance_uuid": instance_uuid})
 
     def release_allocation(self, allocation_id: str,
@@ -239,9 +239,9 @@ class Claims:
         spared too, whichever process the retry reached.
         """
         if made_before is None:
-            return self._release(sql.RELEASE_ALLOCATION,
+            return self._release(claim_sql.RELEASE_ALLOCATION,
                                  {"allocation_id": allocation_id})
-        return self._release(sql.RELEASE_ALLOCATION_MADE_BEFORE,
+        return self._release(claim_sql.RELEASE_ALLOCATION_MADE_BEFORE,
                              {"allocation_id": allocation_id,
                               "made_before": made_before})
 
@@ -254,21 +254,21 @@ class Claims:
         with write_transaction(self.engine) as connection:
             # The node first, the order of every writer; its change key
             # moves so that host caches read the new stamp.
-            connection.execute(sql.BUMP, {"node_id": claim.node_id,
+            connection.execute(claim_sql.BUMP, {"node_id": claim.node_id,
                                           "now": now})
-            kept = connection.execute(sql.KEEP, {
+            kept = connection.execute(claim_sql.KEEP, {
                 "allocation_id": claim.allocation_id, "now": now}).rowcount
             if kept != 1:
                 connection.rollback()
                 return False
         return True
 
-    def _release(self, release: sql.Release,
+    def _release(self, release: claim_sql.Release,
                  params: dict[str, object]) -> bool:
         return retry.run(lambda: self._release_once(release, params),
                          retry.Retries())
 
-    def _release_once(self, release: sql.Release,
+    def _release_once(self, release: claim_sql.Release,
                       params: dict[str, object]) -> bool:
         with write_transaction(self.engine) as connection:
             node_id = connection.execute(release.node, params).scalar()
@@ -276,7 +276,7 @@ class Claims:
                 return False
             # Node row first, then the allocation: the order claims lock
             # in, so that a release and a claim never deadlock.
-            connection.execute(sql.BUMP, {"node_id": node_id,
+            connection.execute(claim_sql.BUMP, {"node_id": node_id,
                                           "now": models.utcnow()})
             deleted = connection.execute(release.delete, params).rowcount
             if deleted != 1:

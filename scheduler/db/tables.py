@@ -5,8 +5,8 @@ Every statement is written against SQLAlchemy Core tables rather than
 the ORM classes of ``scheduler.db.models``: the engine reads and writes
 tens of thousands of rows, and ORM objects cost several times more than
 plain rows. The statements themselves live next to each other, in this
-package: ``host_queries`` (what a host cache refresh reads),
-``scheduler.claims.sql`` (claims), and the ``*_sql`` modules
+package: ``host_queries`` (what a host cache refresh reads), ``claim_sql``
+(claims and the write transaction), and the other ``*_sql`` modules
 (migrations, utilisation samples, stored policies).
 """
 
