@@ -4,8 +4,6 @@ configuration file; fields a PUT leaves out keep their value."""
 
 import json
 
-import sqlalchemy as sa
-
 from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import policy_units
@@ -18,6 +16,7 @@ from scheduler.api import rules
 from scheduler.api.router import Context
 from scheduler.api.router import Reply
 from scheduler.api.router import Router
+from scheduler.db import api_sql
 from scheduler.db import models
 from scheduler.migration import policies as migration_policies
 
@@ -26,11 +25,7 @@ BANDWIDTH_METHODS = ("auto", "hypervisor_default", "custom")
 
 
 def _names(ctx: Context) -> list[str]:
-    nodes = ctx.session.scalars(sa.select(
-        models.ComputeNode.cluster).distinct()).all()
-    settings = ctx.session.scalars(sa.select(
-        models.ClusterSetting.cluster)).all()
-    return sorted({n for n in nodes if n} | set(settings)
+    return sorted(api_sql.clusters_in_database(ctx.session)
                   | set(ctx.conf.scheduler.cluster_policies))
 
 
@@ -38,13 +33,12 @@ def _policies(ctx: Context) -> dict[str, str]:
     """Policy id -> name, stored and configured."""
     names = {policy_units.config_policy_id(n): n
              for n in cluster_policy.config_policy_names(ctx.conf)}
-    names.update(dict(ctx.session.execute(sa.select(
-        models.SchedulingPolicy.id, models.SchedulingPolicy.name)).all()))
+    names.update(api_sql.policy_names(ctx.session))
     return names
 
 
 def _show(ctx: Context, name: str) -> dict:
-    row = ctx.session.get(models.ClusterSetting, name)
+    row = api_sql.cluster_setting(ctx.session, name)
     policy_names = _policies(ctx)
     if row is not None and row.scheduling_policy_id is not None:
         policy_id = row.scheduling_policy_id
@@ -98,7 +92,7 @@ def _policy_id(ctx: Context, value: object) -> str | None:
     policy_id = body.typed("scheduling_policy.id", value.get("id"), str)
     if policy_id in _policies(ctx):
         # Locked against a concurrent DELETE of the policy.
-        repo.stored_row(ctx.session, policy_id, for_update=True)
+        api_sql.policy(ctx.session, policy_id, for_update=True)
         return policy_id
     raise errors.bad_request("scheduling_policy.id",
                              f"no scheduling policy {policy_id!r}")
@@ -113,7 +107,7 @@ def _check_properties(ctx: Context, policy_id: str | None,
         raise errors.bad_request("properties", "a cluster without a "
                                  "scheduling policy has no parameters")
     name = _policies(ctx)[policy_id]
-    row = repo.stored_row(ctx.session, policy_id)
+    row = api_sql.policy(ctx.session, policy_id)
     options = (repo.draft_of(ctx.session, row).options() if row else
                cluster_policy.config_options(ctx.conf, name))
     options = dict(options)
@@ -171,8 +165,7 @@ def update_cluster(ctx: Context, name: str) -> Reply:
         "manages_cluster": access.flag(ctx.access.manages([name]))})
     data = body.read_json(ctx.request)
     body.check_fields("", data, FIELDS)
-    row = ctx.session.scalars(sa.select(models.ClusterSetting).where(
-        models.ClusterSetting.cluster == name).with_for_update()).first()
+    row = api_sql.cluster_setting(ctx.session, name, for_update=True)
     seen = row.version if row else 0
     repo.check_if_match(ctx.request.headers.get("If-Match"), repo.etag(seen))
     for field in ("name", "version"):
@@ -198,7 +191,7 @@ def update_cluster(ctx: Context, name: str) -> Reply:
     row.updated_at = models.utcnow()
     ctx.session.add(row)
     ctx.session.flush()
-    repo.bump_generation(ctx.session)
+    api_sql.bump_generation(ctx.session)
     shown = _show(ctx, name)
     return Reply(shown, etag=repo.etag(shown["version"]))
 

@@ -2,7 +2,6 @@
 
 import json
 
-import sqlalchemy as sa
 from oslo_config import cfg
 
 from scheduler import policy_units
@@ -15,6 +14,7 @@ from scheduler.api import rules
 from scheduler.api.router import Context
 from scheduler.api.router import Reply
 from scheduler.api.router import Router
+from scheduler.db import api_sql
 from scheduler.db import models
 from scheduler.db import policy_sql
 
@@ -23,17 +23,14 @@ SUB_TYPES = {"filters": policy_units.FILTER, "weights": policy_units.WEIGHT,
 
 
 def _units(ctx: Context) -> policy_body.Units:
-    disabled = set(ctx.session.scalars(sa.select(
-        models.DisabledPolicyUnit.unit_id)).all())
-    return policy_body.Units(disabled)
+    return policy_body.Units(api_sql.disabled_unit_ids(ctx.session))
 
 
 def _all(ctx: Context) -> list[dict]:
-    settings = repo.config_settings(ctx.session)
+    settings = api_sql.cluster_policy_ids(ctx.session)
     shown = repo.config_policies(ctx.conf, settings)
-    rows = ctx.session.scalars(sa.select(models.SchedulingPolicy).order_by(
-        models.SchedulingPolicy.name)).all()
-    units = repo.units_by_policy(ctx.session)
+    rows = api_sql.policies_by_name(ctx.session)
+    units = api_sql.units_by_policy(ctx.session)
     shown += [repo.represent_stored(ctx.conf, ctx.session, row, settings,
                                     units.get(row.id, []))
               for row in rows]
@@ -41,8 +38,8 @@ def _all(ctx: Context) -> list[dict]:
 
 
 def _one(ctx: Context, policy_id: str) -> dict:
-    settings = repo.config_settings(ctx.session)
-    row = repo.stored_row(ctx.session, policy_id)
+    settings = api_sql.cluster_policy_ids(ctx.session)
+    row = api_sql.policy(ctx.session, policy_id)
     if row is not None:
         return repo.represent_stored(ctx.conf, ctx.session, row, settings)
     for shown in repo.config_policies(ctx.conf, settings):
@@ -112,7 +109,7 @@ def _editable(ctx: Context, policy_id: str, rule: str
               ) -> tuple[models.SchedulingPolicy, dict]:
     """The stored policy locked for update, after the rule, If-Match and
     lock checks; 409 for a config-file policy."""
-    row = repo.stored_row(ctx.session, policy_id, for_update=True)
+    row = api_sql.policy(ctx.session, policy_id, for_update=True)
     if row is None:
         shown = _one(ctx, policy_id)  # 404 unless a config policy
         ctx.access.authorize(rule, {"manages_policy": access.flag(
@@ -122,7 +119,7 @@ def _editable(ctx: Context, policy_id: str, rule: str
                               "locked: it comes from the configuration; "
                               "POST a copy with based_on")
     shown = repo.represent_stored(ctx.conf, ctx.session, row,
-                                  repo.config_settings(ctx.session))
+                                  api_sql.cluster_policy_ids(ctx.session))
     clusters = shown["clusters"]
     # Attached to none: its creator's, or a cluster_admin of all's.
     manages = (ctx.access.manages(clusters) if clusters
@@ -158,7 +155,7 @@ def delete_policy(ctx: Context, id: str) -> Reply:
         raise errors.conflict(f"scheduling policy {row.name} is used by "
                               f"clusters {', '.join(shown['clusters'])}")
     ctx.session.delete(row)
-    repo.bump_generation(ctx.session)
+    api_sql.bump_generation(ctx.session)
     return Reply(status=204)
 
 

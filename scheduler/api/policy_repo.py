@@ -3,14 +3,14 @@
 Stored policies are rows; config-file policies (the built-ins and
 ``[policy:NAME]``) are built from the configuration and shown locked.
 Every write bumps the policy generation in the same transaction, which
-is how running workers learn of it (``scheduler.live_policies``).
+is how running workers learn of it (``scheduler.live_policies``). The
+statements are in ``scheduler.db.api_sql``.
 """
 
 import json
 import uuid
 from collections.abc import Mapping
 
-import sqlalchemy as sa
 from oslo_config import cfg
 from sqlalchemy.orm import Session
 
@@ -19,15 +19,8 @@ from scheduler import exception
 from scheduler import policy_units
 from scheduler.api import errors
 from scheduler.api import policy_body
+from scheduler.db import api_sql
 from scheduler.db import models
-
-_UNIT_COLUMNS = models.SchedulingPolicyUnit
-
-
-def bump_generation(session: Session) -> None:
-    gen = models.PolicyGeneration
-    session.execute(sa.update(gen).where(gen.id == 1).values(
-        generation=gen.generation + 1))
 
 
 def etag(version: int | str) -> str:
@@ -42,14 +35,6 @@ def check_if_match(if_match: str | None, current: str) -> None:
     if "*" not in tags and current not in tags:
         raise errors.ApiError(412, f"If-Match: {if_match} is not the "
                               f"current ETag {current}; GET it again")
-
-
-def config_settings(session: Session) -> dict[str, str | None]:
-    """Cluster -> policy id set through the API."""
-    rows = session.execute(sa.select(
-        models.ClusterSetting.cluster,
-        models.ClusterSetting.scheduling_policy_id)).all()
-    return dict(rows)
 
 
 def clusters_of(conf: cfg.ConfigOpts, settings: Mapping[str, str | None],
@@ -127,31 +112,10 @@ def config_policies(conf: cfg.ConfigOpts,
     return shown
 
 
-def stored_row(session: Session, policy_id: str,
-               for_update: bool = False) -> models.SchedulingPolicy | None:
-    query = sa.select(models.SchedulingPolicy).where(
-        models.SchedulingPolicy.id == policy_id)
-    if for_update:
-        query = query.with_for_update()
-    return session.scalars(query).first()
-
-
-def units_by_policy(session: Session, ids: list[str] | None = None
-                    ) -> dict[str, list]:
-    """Unit rows of the policies ``ids`` (all: None), in one query."""
-    query = sa.select(_UNIT_COLUMNS).order_by(_UNIT_COLUMNS.ordinal)
-    if ids is not None:
-        query = query.where(_UNIT_COLUMNS.policy_id.in_(ids))
-    found: dict[str, list] = {}
-    for unit in session.scalars(query):
-        found.setdefault(unit.policy_id, []).append(unit)
-    return found
-
-
 def draft_of(session: Session, row: models.SchedulingPolicy,
              units: list | None = None) -> policy_body.Draft:
     if units is None:
-        units = units_by_policy(session, [row.id]).get(row.id, [])
+        units = api_sql.units_by_policy(session, [row.id]).get(row.id, [])
     return policy_body.Draft(
         name=row.name, description=row.description,
         normalization=row.normalization,
@@ -190,8 +154,7 @@ def name_taken(conf: cfg.ConfigOpts, session: Session, name: str,
     if name in cluster_policy.config_policy_names(conf):
         raise errors.conflict(f"name: {name!r} is a policy of the "
                               "configuration")
-    other = session.scalars(sa.select(models.SchedulingPolicy.id).where(
-        models.SchedulingPolicy.name == name)).first()
+    other = api_sql.policy_id_named(session, name)
     if other is not None and other != own_id:
         raise errors.conflict(f"name: policy {other} is named {name!r}")
 
@@ -208,23 +171,20 @@ def write(session: Session, row: models.SchedulingPolicy,
     row.updated_at = models.utcnow()
     session.add(row)
     session.flush()
-    session.execute(sa.delete(_UNIT_COLUMNS).where(
-        _UNIT_COLUMNS.policy_id == row.id))
+    api_sql.delete_policy_units(session, row.id)
     ordinal = 0
     for name, position in draft.filters:
-        session.add(_UNIT_COLUMNS(policy_id=row.id,
-                                  unit_type=policy_units.FILTER,
-                                  unit_name=name, position=position,
-                                  ordinal=ordinal))
+        session.add(models.SchedulingPolicyUnit(
+            policy_id=row.id, unit_type=policy_units.FILTER,
+            unit_name=name, position=position, ordinal=ordinal))
         ordinal += 1
     for name, factor in draft.weights:
-        session.add(_UNIT_COLUMNS(policy_id=row.id,
-                                  unit_type=policy_units.WEIGHT,
-                                  unit_name=name, factor=factor,
-                                  ordinal=ordinal))
+        session.add(models.SchedulingPolicyUnit(
+            policy_id=row.id, unit_type=policy_units.WEIGHT,
+            unit_name=name, factor=factor, ordinal=ordinal))
         ordinal += 1
     session.flush()
-    bump_generation(session)
+    api_sql.bump_generation(session)
 
 
 def new_row(created_by: str | None) -> models.SchedulingPolicy:
@@ -238,13 +198,7 @@ def bump_version(session: Session, row: models.SchedulingPolicy,
                  seen_version: int) -> None:
     """Compare-and-swap of the version: a concurrent writer that
     committed since our read makes this 412, never a lost edit."""
-    result = session.execute(
-        sa.update(models.SchedulingPolicy).where(
-            models.SchedulingPolicy.id == row.id,
-            models.SchedulingPolicy.version == seen_version).values(
-            version=seen_version + 1).execution_options(
-            synchronize_session=False))
-    if result.rowcount != 1:
+    if not api_sql.bump_policy_version(session, row.id, seen_version):
         raise errors.ApiError(412, "the policy changed meanwhile; GET it "
                               "again")
     row.version = seen_version + 1

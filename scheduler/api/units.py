@@ -1,8 +1,6 @@
 """/v1/schedulingpolicyunits: every installed filter, weigher and
 balancer; DELETE disables a third-party one."""
 
-import sqlalchemy as sa
-
 from scheduler import policy_units
 from scheduler.api import errors
 from scheduler.api import policy_repo as repo
@@ -10,12 +8,8 @@ from scheduler.api import rules
 from scheduler.api.router import Context
 from scheduler.api.router import Reply
 from scheduler.api.router import Router
+from scheduler.db import api_sql
 from scheduler.db import models
-
-
-def _disabled(ctx: Context) -> set[str]:
-    return set(ctx.session.scalars(sa.select(
-        models.DisabledPolicyUnit.unit_id)).all())
 
 
 def _show(unit: policy_units.PolicyUnit, disabled: set[str]) -> dict:
@@ -34,23 +28,23 @@ def _find(unit_id: str) -> policy_units.PolicyUnit:
 
 def list_units(ctx: Context) -> Reply:
     ctx.access.authorize(rules.READ)
-    disabled = _disabled(ctx)
+    disabled = api_sql.disabled_unit_ids(ctx.session)
     return Reply({"schedulingpolicyunits": [
         _show(unit, disabled) for unit in policy_units.installed_units()]})
 
 
 def show_unit(ctx: Context, id: str) -> Reply:
     ctx.access.authorize(rules.READ)
-    return Reply(_show(_find(id), _disabled(ctx)))
+    return Reply(_show(_find(id), api_sql.disabled_unit_ids(ctx.session)))
 
 
 def _users(ctx: Context, unit: policy_units.PolicyUnit) -> list[str]:
     """Names of the policies, stored or configured, using the unit."""
-    settings = repo.config_settings(ctx.session)
+    settings = api_sql.cluster_policy_ids(ctx.session)
     names = []
     for shown in repo.config_policies(ctx.conf, settings):
         names += [shown["name"]] if _uses(shown, unit) else []
-    for row in ctx.session.scalars(sa.select(models.SchedulingPolicy)):
+    for row in api_sql.policies_by_name(ctx.session):
         if _uses(repo.represent_stored(ctx.conf, ctx.session, row,
                                        settings), unit):
             names.append(row.name)
@@ -73,11 +67,11 @@ def disable_unit(ctx: Context, id: str) -> Reply:
     if users:
         raise errors.conflict(f"unit {unit.name} is used by the policies "
                               f"{', '.join(users)}")
-    if unit.id not in _disabled(ctx):
+    if unit.id not in api_sql.disabled_unit_ids(ctx.session):
         ctx.session.add(models.DisabledPolicyUnit(
             unit_id=unit.id, unit_type=unit.type, unit_name=unit.name,
             disabled_at=models.utcnow()))
-        repo.bump_generation(ctx.session)
+        api_sql.bump_generation(ctx.session)
     return Reply(status=204)
 
 
