@@ -1,17 +1,31 @@
-"""Fakes shared by the tests: host states built without a database.
+"""Fakes shared by the tests: host states built without a database, and
+a scheduler manager over a test database with the helpers that fill it.
 
 ``make_host`` is the one way the unit tests build a ``HostState``: a
 compute node named ``name`` (its node ``<name>.local``) with 8 vCPUs, 16 GiB
 of RAM and 100 GB of disk, a heartbeat and metric reports ``age``
 seconds before ``scheduler.db.models.utcnow()`` (which tests freeze to
 their own ``NOW``); any ``HostState`` field may be given instead.
+
+``make_manager`` builds a ``SchedulerManager`` with a seeded decision
+engine; ``add_node`` inserts a compute node row, ``spec`` a minimal
+request, ``uuids`` fresh instance uuids, and ``allocations``,
+``used_vcpus`` and ``fill_secretly`` read or fill the claims table behind
+the caches' back. The ``conf`` and ``mgr`` fixtures that go with them are
+in ``tests/unit/conftest.py``.
 """
 
 import datetime
+import random
+import uuid
 
+import sqlalchemy as sa
+
+from scheduler import filter_scheduler
+from scheduler import manager
 from scheduler.db import models
-from scheduler.host_manager import HostState
-from scheduler.host_manager import Metric
+from scheduler.host_state import HostState
+from scheduler.host_state import Metric
 
 
 def make_host(name: str = "node-1", metrics: dict[str, float] | None = None,
@@ -28,3 +42,59 @@ def make_host(name: str = "node-1", metrics: dict[str, float] | None = None,
     }
     values.update(fields)
     return HostState(**values)
+
+
+NODES = models.ComputeNode.__table__
+ALLOCATIONS = models.Allocation.__table__
+
+
+def make_manager(conf, seed=1) -> manager.SchedulerManager:
+    return manager.SchedulerManager(conf, filter_scheduler.FilterScheduler(
+        conf, rng=random.Random(seed)))
+
+
+def add_node(engine, host: str, *, vcpus=2, memory_mb=8192, local_gb=100,
+             reported: datetime.datetime | None = None, **values) -> int:
+    now = models.utcnow()
+    row = {"uuid": str(uuid.uuid4()), "host": host,
+           "hypervisor_hostname": f"{host}.example.org", "cluster": "c1",
+           "availability_zone": "nova", "vcpus": vcpus,
+           "memory_mb": memory_mb, "local_gb": local_gb,
+           "metrics_updated_at": reported or now, "changed_at": now,
+           "updated_at": now}
+    row.update(values)
+    with engine.begin() as connection:
+        return connection.execute(
+            NODES.insert().values(**row)).inserted_primary_key[0]
+
+
+def fill_secretly(engine, node_id: int, vcpus: int) -> None:
+    """Claims the host caches cannot see: no generation bump."""
+    with engine.begin() as connection:
+        connection.execute(ALLOCATIONS.insert().values(
+            uuid=str(uuid.uuid4()), instance_uuid=str(uuid.uuid4()),
+            compute_node_id=node_id, vcpus=vcpus, memory_mb=0, disk_gb=0,
+            created_at=models.utcnow()))
+
+
+def allocations(engine) -> list:
+    with engine.connect() as connection:
+        return connection.execute(sa.select(ALLOCATIONS)).all()
+
+
+def used_vcpus(engine) -> dict[str, int]:
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.select(NODES.c.host, sa.func.sum(ALLOCATIONS.c.vcpus))
+            .join_from(NODES, ALLOCATIONS)
+            .group_by(NODES.c.host)).all()
+    return dict(rows)
+
+
+def uuids(count: int) -> list[str]:
+    return [str(uuid.uuid4()) for _ in range(count)]
+
+
+def spec(vcpus=1, ram=512, disk=1, **extra) -> dict:
+    return {"flavor": {"name": "m1", "vcpus": vcpus, "memory_mb": ram,
+                       "root_gb": disk}, **extra}

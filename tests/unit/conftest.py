@@ -7,6 +7,7 @@ from compute_monitor import conf as monitor_conf
 from scheduler import conf as scheduler_conf
 from scheduler.db import api as db_api
 from scheduler.db import schema
+from tests import fakes
 
 
 @pytest.fixture
@@ -57,3 +58,14 @@ def unit_ratio_config(scheduler_config) -> cfg.ConfigOpts:
 def engine(scheduler_config):
     return db_api.get_engine(scheduler_config)
 
+
+@pytest.fixture
+def conf(unit_ratio_config) -> cfg.ConfigOpts:
+    """The configuration of the tests that drive a ``SchedulerManager``;
+    a module with other needs defines its own ``conf``."""
+    return unit_ratio_config
+
+
+@pytest.fixture
+def mgr(conf):
+    return fakes.make_manager(conf)

@@ -5,7 +5,7 @@ Full loads are driven by hand (``HostManager.reload()``,
 thread otherwise, waited for by its load counter, never by the clock.
 """
 
-# The fixtures of test_host_manager are imported, and ruff takes the test
+# The fixtures of test_host_cache are imported, and ruff takes the test
 # functions' parameters of the same names for redefinitions.
 # ruff: noqa: F811
 import threading
@@ -20,16 +20,16 @@ from scheduler.db import host_queries
 from scheduler.db import models
 from scheduler.host_cache import refresher as host_cache_refresher
 from scheduler.rpc import server
-from tests.unit.test_host_manager import NODES
-from tests.unit.test_host_manager import SECOND
-from tests.unit.test_host_manager import add_node
-from tests.unit.test_host_manager import by_host
-from tests.unit.test_host_manager import claim
-from tests.unit.test_host_manager import clock  # noqa: F401 (fixture)
-from tests.unit.test_host_manager import conf  # noqa: F401 (fixture)
-from tests.unit.test_host_manager import engine  # noqa: F401 (fixture)
-from tests.unit.test_host_manager import manager  # noqa: F401 (fixture)
-from tests.unit.test_host_manager import update_node
+from tests.unit.test_host_cache import NODES
+from tests.unit.test_host_cache import SECOND
+from tests.unit.test_host_cache import add_node
+from tests.unit.test_host_cache import by_host
+from tests.unit.test_host_cache import claim
+from tests.unit.test_host_cache import clock  # noqa: F401 (fixture)
+from tests.unit.test_host_cache import conf  # noqa: F401 (fixture)
+from tests.unit.test_host_cache import engine  # noqa: F401 (fixture)
+from tests.unit.test_host_cache import manager  # noqa: F401 (fixture)
+from tests.unit.test_host_cache import update_node
 
 WAIT = 60  # seconds: a bound for a hung thread, not a speed requirement
 

@@ -9,10 +9,10 @@ import sqlalchemy as sa
 from scheduler import policy_units
 from scheduler.db import api as db_api
 from scheduler.db import models
+from tests.fakes import add_node
+from tests.fakes import make_manager
+from tests.fakes import spec
 from tests.unit import test_balance_planner as balance_tests
-from tests.unit.test_manager import add_node
-from tests.unit.test_manager import make_manager
-from tests.unit.test_manager import spec
 
 POLICIES = models.SchedulingPolicy.__table__
 UNITS = models.SchedulingPolicyUnit.__table__

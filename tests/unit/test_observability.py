@@ -21,12 +21,12 @@ from scheduler import exception
 from scheduler import observability
 from scheduler.balancer import migrations as migrations_mod
 from scheduler.rpc import server
+from tests.fakes import add_node
+from tests.fakes import fill_secretly
+from tests.fakes import make_manager
+from tests.fakes import spec
+from tests.fakes import uuids
 from tests.unit import test_balance_planner as planning
-from tests.unit.test_manager import add_node
-from tests.unit.test_manager import fill_secretly
-from tests.unit.test_manager import make_manager
-from tests.unit.test_manager import spec
-from tests.unit.test_manager import uuids
 
 README = Path(__file__).parents[2] / "README.md"
 

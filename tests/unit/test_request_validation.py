@@ -1,9 +1,13 @@
 """scheduler.request.validation: where jsonschema-rs and jsonschema could
 read a request differently, the fast check refuses and jsonschema
-decides (the fuzz tests of the whole schema are in test_manager.py)."""
+decides. The whole schema's rejections are tested through
+SchedulerManager (over SQLite), and the fast check is fuzzed against
+jsonschema."""
 
 import decimal
 import enum
+import time
+import uuid
 
 import hypothesis
 import jsonschema
@@ -13,20 +17,20 @@ from hypothesis import strategies as st
 
 from scheduler import exception
 from scheduler import request_values
+from scheduler.db import models
 from scheduler.filters import json_filter
 from scheduler.request import schema as schema_mod
 from scheduler.request import validation
+from tests.fakes import add_node
+from tests.fakes import allocations
+from tests.fakes import spec
+from tests.fakes import uuids
 
 UUID = "6f1b6c3e-0d1f-4b8e-9b1a-2f1e3c4d5e6f"
 
 
 class Policy(enum.Enum):
     AFFINITY = "affinity"
-
-
-def spec(**values) -> dict:
-    return {"flavor": {"vcpus": 1, "memory_mb": 512, "root_gb": 1},
-            **values}
 
 
 def jsonschema_valid(instance: object, schema: dict | None = None) -> bool:
@@ -171,3 +175,262 @@ def test_a_flood_is_left_to_jsonschema_unread(request_spec, message):
     with pytest.raises(exception.InvalidRequest) as error:
         validation.validate_request(request_spec)
     assert str(error.value).startswith(message)
+
+
+# Validation
+
+FLAVOR = {"vcpus": 1, "memory_mb": 512, "root_gb": 1}
+
+
+@pytest.mark.parametrize("request_spec, message", [
+    ({"flavor": {**FLAVOR, "vcpus": "two"}},
+     "request_spec.flavor.vcpus: 'two' is not of type 'integer'"),
+    ({"flavor": {**FLAVOR, "vcpus": True}},
+     "request_spec.flavor.vcpus: True is not of type 'integer'"),
+    ({"flavor": {**FLAVOR, "memory_mb": -1}},
+     "request_spec.flavor.memory_mb: -1 is less than the minimum of 0"),
+    ({"flavor": {**FLAVOR, "vcpus": 4097}},
+     "request_spec.flavor.vcpus: 4097 is greater than the maximum of "
+     "4096"),
+    ({}, "request_spec.flavor: required but missing"),
+    ({"num_instances": 1}, "request_spec.flavor: required but missing"),
+    ({"flavor": {"vcpus": 1, "memory_mb": 512}},
+     "request_spec.flavor.root_gb: required but missing"),
+    ({"flavor": FLAVOR, "colour": "red"},
+     "request_spec.colour: unknown key (expected one of availability_zone,"
+     " cluster, flavor, force_hosts, force_nodes, ignore_hosts, image, "
+     "num_instances, requested_networks, scheduler_hints)"),
+    ({"flavor": {**FLAVOR, "swap": 1}},
+     "request_spec.flavor.swap: unknown key"),
+    ({"flavor": FLAVOR, "scheduler_hints": {"build_near_host_ip": "x"}},
+     "request_spec.scheduler_hints.build_near_host_ip: unknown key"),
+    ({"flavor": FLAVOR, "image": {"properties": {}, "id": "x"}},
+     "request_spec.image.id: unknown key"),
+    ({"flavor": FLAVOR, "ignore_hosts": ["h"] * 1001},
+     "request_spec.ignore_hosts: 1001 items, at most 1000 allowed"),
+    ({"flavor": FLAVOR, "force_hosts": ["h", 5]},
+     "request_spec.force_hosts[1]: 5 is not of type 'string'"),
+    ({"flavor": FLAVOR, "requested_networks": "net1"},
+     "request_spec.requested_networks: 'net1' is not of type 'array' or "
+     "'null'"),
+    ({"flavor": FLAVOR, "availability_zone": "z" * 256},
+     "request_spec.availability_zone: 'zzzz"),
+    ({"flavor": {**FLAVOR, "extra_specs": {"k": 1}}},
+     "request_spec.flavor.extra_specs.k: 1 is not of type 'string'"),
+    ({"flavor": {**FLAVOR, "extra_specs": {"k" * 256: "v"}}},
+     "request_spec.flavor.extra_specs: key 'kkkk"),
+    ({"flavor": {**FLAVOR, "extra_specs": {
+        f"k{i}": "v" for i in range(1001)}}},
+     "request_spec.flavor.extra_specs: 1001 keys, at most 1000 allowed"),
+    ({"flavor": FLAVOR, "num_instances": 0},
+     "request_spec.num_instances: 0 is less than the minimum of 1"),
+    ({"flavor": FLAVOR, "num_instances": 1001},
+     "request_spec.num_instances: 1001 is greater than the maximum of "
+     "1000"),
+    ({"flavor": FLAVOR, "scheduler_hints": {"group_policy": "spread"}},
+     "request_spec.scheduler_hints.group_policy: 'spread' is not one of "
+     "'affinity', 'anti-affinity', 'soft-affinity', 'soft-anti-affinity'"),
+    ({"flavor": FLAVOR, "scheduler_hints": {"same_host": "not-a-uuid"}},
+     "request_spec.scheduler_hints.same_host: 'not-a-uuid' is not a "
+     "'uuid'"),
+    ({"flavor": FLAVOR, "scheduler_hints": {"different_host": [
+        str(uuid.uuid4()), "x"]}},
+     "request_spec.scheduler_hints.different_host[1]: 'x' is not a "
+     "'uuid'"),
+    ({"flavor": FLAVOR, "image": {"properties": {"hw": [1]}}},
+     "request_spec.image.properties.hw: [1] is not of type 'string' or "
+     "'number' or 'boolean' or 'null'"),
+    ("flavor=m1", "request_spec: 'flavor=m1' is not of type 'object'"),
+    (None, "request_spec: None is not of type 'object'"),
+])
+def test_schema_rejections_name_the_field(mgr, engine, request_spec,
+                                          message):
+    add_node(engine, "a")
+    with pytest.raises(exception.InvalidRequest) as error:
+        mgr.select_destinations(request_spec, uuids(1))
+    assert str(error.value).startswith(message)
+    with pytest.raises(exception.InvalidRequest):
+        mgr.explain(request_spec)
+    assert allocations(engine) == []
+    # The manager keeps serving.
+    assert mgr.select_destinations(spec(), uuids(1))[0][0]["host"] == "a"
+
+
+def test_huge_payloads_are_refused_quickly_with_short_messages(mgr):
+    huge = {"flavor": {**FLAVOR, "name": "n" * 10**7},
+            "ignore_hosts": ["h" * 100] * 10**6}
+    started = time.perf_counter()
+    with pytest.raises(exception.InvalidRequest) as error:
+        mgr.select_destinations(huge, uuids(1))
+    assert time.perf_counter() - started < 0.5
+    assert len(str(error.value)) < 300
+    assert str(error.value).startswith("request_spec.flavor.name: 'nnnn")
+    assert "10000000 characters, at most 255" in str(error.value)
+
+
+def nested(depth: int) -> list:
+    query: list = []
+    for _ in range(depth - 1):
+        query = [query]
+    return query
+
+
+@pytest.mark.parametrize("query, message", [
+    ([["and"]] * 1000 + [["or"]],
+     "request_spec.scheduler_hints.query: 1001 items, at most 1000"),
+    ([[["=", 1, 1]] * 1000] * 20,
+     "request_spec.scheduler_hints.query: more than 10000 elements"),
+    (["and", {"op": "="}],
+     "request_spec.scheduler_hints.query: {'op': '='} is an object"),
+    (nested(40), "request_spec.scheduler_hints.query: nested deeper than "
+     "32"),
+    (["=", "$host", "h" * 256],
+     "request_spec.scheduler_hints.query: 'hhhh"),
+])
+def test_query_hint_is_bounded(mgr, query, message):
+    with pytest.raises(exception.InvalidRequest) as error:
+        mgr.select_destinations(spec(scheduler_hints={"query": query}),
+                                uuids(1))
+    assert str(error.value).startswith(message)
+
+
+@pytest.mark.parametrize("instance_uuids, message", [
+    ("abc", "instance_uuids: 'abc' is not of type 'array'"),
+    (["abc"], "instance_uuids[0]: 'abc' is not a 'uuid'"),
+    ([5], "instance_uuids[0]: 5 is not of type 'string'"),
+    ([], "instance_uuids: at least 1 item(s) required"),
+    (["6f1b6c3e-0d1f-4b8e-9b1a-2f1e3c4d5e6f"] * 2,
+     "instance_uuids: has duplicate items"),
+    (uuids(3), "instance_uuids: 3 uuid(s) for request_spec.num_instances "
+     "= 2"),
+    (uuids(1001), "instance_uuids: 1001 items, at most 1000 allowed"),
+])
+def test_bad_instance_uuids(mgr, engine, instance_uuids, message):
+    add_node(engine, "a")
+    with pytest.raises(exception.InvalidRequest) as error:
+        mgr.select_destinations(spec(num_instances=2), instance_uuids)
+    assert str(error.value).startswith(message)
+    assert allocations(engine) == []
+
+
+def test_num_instances_defaults_to_the_uuids(mgr, engine):
+    add_node(engine, "a", vcpus=4)
+    assert len(mgr.select_destinations(spec(), uuids(3))) == 3
+
+
+def test_bad_extra_spec_is_invalid_request(mgr, engine):
+    add_node(engine, "a")
+    bad = spec()
+    bad["flavor"]["extra_specs"] = {"resources:cpu.percent": "<lots"}
+    with pytest.raises(exception.InvalidRequest) as error:
+        mgr.select_destinations(bad, uuids(1))
+    assert "resources:cpu.percent" in str(error.value)
+    with pytest.raises(exception.InvalidRequest):
+        mgr.explain(bad)
+    assert allocations(engine) == []
+
+
+def test_full_spec_is_accepted(mgr, engine):
+    now = models.utcnow().isoformat() + "Z"
+    add_node(engine, "a", networks='["physnet1"]', vcpus=4,
+             metrics='[{"name": "cpu.percent", "value": 10.0, '
+             f'"timestamp": "{now}", "source": "test"}}]')
+    full = {
+        "flavor": {"name": "m1", "vcpus": 1, "memory_mb": 512,
+                   "root_gb": 1, "ephemeral_gb": 0,
+                   "extra_specs": {"resources:cpu.percent": "<= 90"}},
+        "num_instances": 2, "availability_zone": "nova", "cluster": "c1",
+        "scheduler_hints": {"group": "g1",
+                            "group_policy": "soft-anti-affinity",
+                            "different_host": [str(uuid.uuid4())],
+                            "query": '[">=", "$free_ram_mb", 512]'},
+        "ignore_hosts": ["b"], "force_hosts": ["a"],
+        "force_nodes": ["a.example.org"],
+        "requested_networks": ["physnet1"],
+        "image": {"properties": {"hw_arch": "x86_64", "hw_cores": 2}},
+    }
+    result = mgr.select_destinations(full, uuids(2))
+    assert [r[0]["host"] for r in result] == ["a", "a"]
+    assert {row.instance_group for row in allocations(engine)} == {"g1"}
+
+
+# The fast validity check agrees with jsonschema.
+
+_texts = st.one_of(st.sampled_from(
+    ["", "a", "x" * 255, "x" * 256, "6f1b6c3e-0d1f-4b8e-9b1a-2f1e3c4d5e6f",
+     "affinity", "anti-affinity", "soft-affinity", "nope"]), st.text(
+        max_size=5))
+_scalars = st.one_of(st.none(), st.booleans(), _texts,
+                     st.integers(-2, 2**31 + 1), st.sampled_from(
+                         [0, 1, 4096, 4097, 1000, 1001, 2**31 - 1]),
+                     st.floats(allow_nan=False, allow_infinity=False),
+                     st.sampled_from([1.0, 2.5]))
+_values = st.recursive(_scalars, lambda children: st.one_of(
+    st.lists(children, max_size=4),
+    st.dictionaries(_texts, children, max_size=3)), max_leaves=8)
+_KEYS = {
+    "": ["flavor", "num_instances", "availability_zone", "cluster",
+         "scheduler_hints", "ignore_hosts", "force_hosts", "force_nodes",
+         "requested_networks", "image", "other"],
+    "flavor": ["name", "vcpus", "memory_mb", "root_gb", "ephemeral_gb",
+               "extra_specs", "other"],
+    "scheduler_hints": ["same_host", "different_host", "group",
+                        "group_policy", "query", "other"],
+    "image": ["properties", "other"],
+}
+
+
+@st.composite
+def request_specs(draw, path=""):
+    keys = draw(st.lists(st.sampled_from(_KEYS[path]), max_size=7,
+                         unique=True))
+    result = {}
+    for key in keys:
+        if key in _KEYS and draw(st.booleans()):
+            result[key] = draw(request_specs(key))
+        elif key in ("extra_specs", "properties") and draw(st.booleans()):
+            result[key] = draw(st.dictionaries(_texts, _scalars,
+                                               max_size=3))
+        else:
+            result[key] = draw(_values)
+    if path == "" and draw(st.integers(0, 3)):
+        result["flavor"] = {"vcpus": draw(_scalars),
+                            "memory_mb": draw(_scalars),
+                            "root_gb": draw(st.integers(-1, 2**30))}
+    return result
+
+
+@hypothesis.settings(max_examples=400, deadline=None)
+@hypothesis.given(request_specs())
+def test_fast_check_agrees_with_jsonschema(request_spec):
+    spec_checker, _ = validation._checkers()
+    valid = jsonschema.Draft202012Validator(
+        schema_mod.request_spec_schema(),
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    ).is_valid(request_spec)
+    assert spec_checker.fast(request_spec) is valid
+    try:
+        validation.validate_request(request_spec)
+    except exception.InvalidRequest as error:
+        assert not valid or "query" in str(error)
+        assert str(error).startswith("request_spec")
+    else:
+        assert valid
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(st.one_of(_values, st.lists(_texts, max_size=4)))
+def test_fast_uuid_check_agrees_with_jsonschema(instance_uuids):
+    _, uuids_checker = validation._checkers()
+    schema = schema_mod.request_spec_schema()["$defs"]["instance_uuids"]
+    valid = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    ).is_valid(instance_uuids)
+    assert uuids_checker.fast(instance_uuids) is valid
+
+
+def test_schema_ships_with_the_package():
+    schema = schema_mod.request_spec_schema()
+    assert schema["$schema"] == ("https://json-schema.org/draft/2020-12/"
+                                 "schema")
+    assert schema["required"] == ["flavor"]
