@@ -17,6 +17,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from stevedore import named
 
+from scheduler import clock
 from scheduler import decision as decision_mod
 from scheduler import exception
 from scheduler import filters
@@ -25,7 +26,6 @@ from scheduler import observability
 from scheduler import plugin_guard
 from scheduler import request_warnings
 from scheduler import weights
-from scheduler.db import models
 from scheduler.decision import Decision
 from scheduler.decision import HostResult  # noqa: F401 (re-export)
 from scheduler.decision import WeighedTerm  # noqa: F401 (re-export)
@@ -121,7 +121,7 @@ class FilterScheduler:
         """The decision for the first instance of ``spec``, no claim."""
         self.validate(spec)
         table = self._table(hosts)
-        spec.start_call(models.utcnow())
+        spec.start_call(clock.utcnow())
         decision = self._decide(spec, table)
         decision.warnings = request_warnings.collect(spec, self.conf,
                                                      self.filters)
@@ -140,7 +140,7 @@ class FilterScheduler:
         flavor = spec.flavor
         uuids = spec.instance_uuids or [None] * spec.num_instances
         # One "now" for every host and instance of the request.
-        spec.start_call(models.utcnow())
+        spec.start_call(clock.utcnow())
         decisions = []
         for number, instance_uuid in enumerate(uuids):
             decision = self._decide(spec, table)
