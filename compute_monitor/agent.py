@@ -126,7 +126,13 @@ class _PluginCall:
 
 
 class Backoff:
-    """Exponential waits between attempts: 1, 2, 4, ... up to a bound."""
+    """Exponential waits between attempts: 1, 2, 4, ... up to a bound.
+
+    Not tenacity: ``run_forever`` never gives up and sleeps between
+    cycles whether they failed or not, the failed ones for longer, each
+    wait ending as soon as ``stop()`` is called; a retry loop around one
+    call fits none of that.
+    """
 
     def __init__(self, maximum: float):
         self.maximum = maximum
