@@ -14,7 +14,6 @@ import math
 import platform
 import threading
 import time
-import uuid
 from collections.abc import Callable
 
 import psutil
@@ -29,6 +28,7 @@ from scheduler import exception
 from scheduler import suggest
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler.db import node_sql
 from scheduler.db import schema
 
 LOG = logging.getLogger(__name__)
@@ -126,7 +126,13 @@ class _PluginCall:
 
 
 class Backoff:
-    """Exponential waits between attempts: 1, 2, 4, ... up to a bound."""
+    """Exponential waits between attempts: 1, 2, 4, ... up to a bound.
+
+    Not tenacity: ``run_forever`` never gives up and sleeps between
+    cycles whether they failed or not, the failed ones for longer, each
+    wait ending as soon as ``stop()`` is called; a retry loop around one
+    call fits none of that.
+    """
 
     def __init__(self, maximum: float):
         self.maximum = maximum
@@ -293,41 +299,20 @@ class MonitorAgent:
         """Create or update this node's row; returns its id."""
         self.check_schema()
         values = self.node_capacity()
-        table = models.ComputeNode.__table__
-        now = models.utcnow()
-        key = sa.and_(table.c.host == values["host"],
-                      table.c.hypervisor_hostname == self.hostname)
         with self._engine().begin() as connection:
-            node_id = connection.execute(
-                sa.select(table.c.id).where(key)).scalar()
-            if node_id is None:
-                node_id = connection.execute(table.insert().values(
-                    uuid=str(uuid.uuid4()), metrics="[]", disabled=False,
-                    generation=0, memory_mb_used=0, local_gb_used=0,
-                    created_at=now, updated_at=now, changed_at=now,
-                    **values)
-                ).inserted_primary_key[0]
-                LOG.info("Registered node %s (%s)", self.hostname, node_id)
-            else:
-                connection.execute(table.update().where(
-                    table.c.id == node_id).values(
-                        updated_at=now, changed_at=now,
-                        generation=table.c.generation + 1, **values))
+            node_id, created = node_sql.register_node(
+                connection, values, models.utcnow())
+        if created:
+            LOG.info("Registered node %s (%s)", self.hostname, node_id)
         self.node_id = node_id
         return node_id
 
     def write_report(self, metrics: list[dict]) -> None:
-        table = models.ComputeNode.__table__
         now = models.utcnow()
         with self._engine().begin() as connection:
-            updated = connection.execute(
-                table.update().where(table.c.id == self.node_id).values(
-                    metrics=json.dumps(metrics), metrics_updated_at=now,
-                    updated_at=now, changed_at=now,
-                    # Every writer bumps it: how the schedulers' caches
-                    # notice a change committed late (host_manager).
-                    generation=table.c.generation + 1,
-                    **self.measured_usage())).rowcount
+            updated = node_sql.write_report(
+                connection, self.node_id, metrics, self.measured_usage(),
+                now)
         if not updated:
             LOG.warning("Node %s vanished from compute_nodes; registering "
                         "it again", self.hostname)
@@ -336,14 +321,8 @@ class MonitorAgent:
 
     def node_row(self) -> dict:
         """This node's row as stored, JSON columns decoded."""
-        table = models.ComputeNode.__table__
         with self._engine().connect() as connection:
-            row = connection.execute(sa.select(table).where(
-                table.c.id == self.node_id)).mappings().one()
-        result = dict(row)
-        for column in ("cpu_info", "networks", "metrics"):
-            result[column] = json.loads(result[column])
-        return result
+            return node_sql.node_row(connection, self.node_id)
 
     # Running
 

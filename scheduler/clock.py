@@ -2,7 +2,8 @@
 
 Every part of the decision path (metric ages, pending claims, claim and
 change stamps, balancer windows and spacing) asks this module for the
-time, through ``db.models.utcnow``. A service reads the wall clock;
+time through ``utcnow``; so does the database layer's ``models.utcnow``,
+the default of its timestamp columns. A service reads the wall clock;
 ``scheduler-manage simulate`` runs the same engine on simulated time by
 installing a ``SimulatedClock`` with ``simulated()``, so that staleness,
 pending claims and herding behave as they would over days of real time.

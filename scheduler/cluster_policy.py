@@ -24,11 +24,11 @@ from oslo_config import cfg
 from scheduler import exception
 from scheduler import filter_scheduler
 from scheduler import filters
-from scheduler import host_manager as hm
 from scheduler import suggest
 from scheduler import weights
 from scheduler.balancer import base as balancer_base
 from scheduler.conf import policies as policy_conf
+from scheduler.host_cache.manager import HostManager
 
 NO_BALANCER = "none"
 NORMALIZATIONS = ("minmax", "rank", "hardmax", "none")
@@ -125,7 +125,7 @@ class PolicySet:
         return None if name is None else self.policies[name]
 
     def schedulers(self, conf: cfg.ConfigOpts,
-                   host_manager: hm.HostManager
+                   host_manager: HostManager
                    ) -> dict[str | None, filter_scheduler.FilterScheduler]:
         """One FilterScheduler per policy, keyed like ``name_for``; they
         share ``host_manager`` and so its host cache."""

@@ -17,20 +17,22 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from stevedore import named
 
+from scheduler import clock
 from scheduler import decision as decision_mod
 from scheduler import exception
 from scheduler import filters
-from scheduler import host_manager as hm
 from scheduler import observability
 from scheduler import plugin_guard
 from scheduler import request_warnings
 from scheduler import weights
-from scheduler.db import models
 from scheduler.decision import Decision
 from scheduler.decision import HostResult  # noqa: F401 (re-export)
 from scheduler.decision import WeighedTerm  # noqa: F401 (re-export)
 from scheduler.decision import cost_table
 from scheduler.decision import histogram
+from scheduler.host_cache.manager import HostManager
+from scheduler.host_state import HostState
+from scheduler.host_state import snapshot
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 from scheduler.weights import normalization
@@ -94,12 +96,12 @@ class FilterScheduler:
     """Runs the configured filters and weighers over the host states."""
 
     def __init__(self, conf: cfg.ConfigOpts,
-                 host_manager: hm.HostManager | None = None,
+                 host_manager: HostManager | None = None,
                  rng: random.Random | None = None,
                  pipeline: Pipeline | None = None):
         self.conf = conf
         self.pipeline = pipeline or Pipeline.from_conf(conf)
-        self.host_manager = host_manager or hm.HostManager(conf)
+        self.host_manager = host_manager or HostManager(conf)
         self.filters: list[filters.BaseHostFilter] = _load(
             filters.NAMESPACE, self.pipeline.filters, self.pipeline.group,
             self.pipeline.filters_option, conf)
@@ -117,18 +119,18 @@ class FilterScheduler:
             plugin_guard.hook(host_filter, "validate_request", spec)
 
     def explain(self, spec: RequestSpec,
-                hosts: Sequence[hm.HostState] | None = None) -> Decision:
+                hosts: Sequence[HostState] | None = None) -> Decision:
         """The decision for the first instance of ``spec``, no claim."""
         self.validate(spec)
         table = self._table(hosts)
-        spec.start_call(models.utcnow())
+        spec.start_call(clock.utcnow())
         decision = self._decide(spec, table)
         decision.warnings = request_warnings.collect(spec, self.conf,
                                                      self.filters)
         return decision
 
     def select(self, spec: RequestSpec,
-               hosts: Sequence[hm.HostState] | None = None
+               hosts: Sequence[HostState] | None = None
                ) -> list[Decision]:
         """One decision per instance; raises NoValidHost when one does not
         fit. The resources of each chosen host are consumed (on copies)
@@ -140,7 +142,7 @@ class FilterScheduler:
         flavor = spec.flavor
         uuids = spec.instance_uuids or [None] * spec.num_instances
         # One "now" for every host and instance of the request.
-        spec.start_call(models.utcnow())
+        spec.start_call(clock.utcnow())
         decisions = []
         for number, instance_uuid in enumerate(uuids):
             decision = self._decide(spec, table)
@@ -149,7 +151,7 @@ class FilterScheduler:
                 raise exception.NoValidHost(decision.summary)
             # Copy-on-write: the chosen host is copied before consume(),
             # so the shared cache stays untouched.
-            chosen, = hm.snapshot(decision.selected[:1])
+            chosen, = snapshot(decision.selected[:1])
             chosen.consume(flavor.vcpus, flavor.memory_mb, flavor.disk_gb,
                            instance_uuid, spec.group)
             decision.selected[0] = chosen
@@ -160,7 +162,7 @@ class FilterScheduler:
                 table = table.replaced({decision.selected_rows[0]: chosen})
         return decisions
 
-    def _table(self, hosts: Sequence[hm.HostState] | None) -> HostTable:
+    def _table(self, hosts: Sequence[HostState] | None) -> HostTable:
         if hosts is None:
             return self.host_manager.host_table()
         return HostTable(list(hosts))
@@ -300,7 +302,7 @@ def best_first(totals: np.ndarray, name_ranks: np.ndarray,
     return order if count is None else order[:count]
 
 
-def _unavailable(weigher: weights.BaseHostWeigher, host: hm.HostState,
+def _unavailable(weigher: weights.BaseHostWeigher, host: HostState,
                  spec: RequestSpec) -> filters.Rejection:
     """Why the weigher's required value is missing on ``host``."""
     try:

@@ -35,7 +35,6 @@ from scheduler import claims as claims_mod
 from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import filter_scheduler
-from scheduler import host_manager as hm
 from scheduler import observability
 from scheduler.balancer import base
 from scheduler.balancer import history as history_mod
@@ -43,6 +42,10 @@ from scheduler.balancer import migrations as migrations_mod
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import models
+from scheduler.host_cache.manager import HostManager
+from scheduler.host_state import HostState
+from scheduler.host_state import seconds_before
+from scheduler.host_state import stale_before
 from scheduler.migration import policies as migration_policies
 from scheduler.placement.placer import Placer
 from scheduler.request_spec import Flavor
@@ -85,7 +88,7 @@ class BalancePlanner:
     """
 
     def __init__(self, conf: cfg.ConfigOpts,
-                 host_manager: hm.HostManager | None = None,
+                 host_manager: HostManager | None = None,
                  policies: cluster_policy.PolicySet | None = None,
                  on_planned: Callable[[dict], None] | None = None,
                  max_incoming: int | None = None,
@@ -93,7 +96,7 @@ class BalancePlanner:
                  clock: Callable[[], datetime.datetime] = models.utcnow,
                  placer: Placer | None = None):
         self.conf = conf
-        self.host_manager = host_manager or hm.HostManager(conf)
+        self.host_manager = host_manager or HostManager(conf)
         self.policies = policies or cluster_policy.load_policies(conf)
         self.on_planned = on_planned
         limits = conf.migration
@@ -135,7 +138,7 @@ class BalancePlanner:
         """
         movement = self._migration_policies(migration_policy)
         hosts = self.host_manager.host_states()
-        by_cluster: dict[str | None, list[hm.HostState]] = {}
+        by_cluster: dict[str | None, list[HostState]] = {}
         for host in hosts:
             by_cluster.setdefault(host.cluster, []).append(host)
         names = [cluster] if cluster is not None else sorted(
@@ -166,7 +169,7 @@ class BalancePlanner:
                 self.on_planned(migration.as_dict())
         return planned
 
-    def _history(self, hosts: Sequence[hm.HostState],
+    def _history(self, hosts: Sequence[HostState],
                  clusters: Iterable[str | None]
                  ) -> history_mod.UtilizationHistory:
         """The utilisation history, with the hosts' new reports recorded,
@@ -199,7 +202,7 @@ class BalancePlanner:
 
     def _balance_cluster(self, cluster: str | None,
                          policy: cluster_policy.ClusterPolicy,
-                         hosts: Sequence[hm.HostState],
+                         hosts: Sequence[HostState],
                          history: history_mod.UtilizationHistory,
                          dry_run: bool, spacing: float,
                          migration_policy: migration_policies.MigrationPolicy
@@ -227,10 +230,10 @@ class BalancePlanner:
 
     def _planned_within(self, cluster: str | None, seconds: float) -> bool:
         last = self.migrations.last_planned(cluster)
-        return last is not None and last > hm.seconds_before(self.clock(),
+        return last is not None and last > seconds_before(self.clock(),
                                                              seconds)
 
-    def _loads(self, hosts: Sequence[hm.HostState],
+    def _loads(self, hosts: Sequence[HostState],
                active: Iterable[PlannedMigration],
                max_migrations: int | None = None) -> list[base.HostLoad]:
         """What the balancer sees of each host. A host takes part in no
@@ -242,7 +245,7 @@ class BalancePlanner:
         if max_migrations is not None:
             max_incoming = min(max_incoming, max_migrations)
             max_outgoing = min(max_outgoing, max_migrations)
-        cutoff = hm.stale_before(self.clock(), self.conf.metrics.max_age)
+        cutoff = stale_before(self.clock(), self.conf.metrics.max_age)
         by_node = {host.node_id: host for host in hosts}
         outgoing: dict[int, int] = {}
         incoming: dict[int, int] = {}
@@ -349,7 +352,7 @@ class BalancePlanner:
         return migration
 
     def _migration(self, migration_uuid: str, proposal: base.Proposal,
-                   destination: hm.HostState,
+                   destination: HostState,
                    claim: claims_mod.Claim | None, cluster: str | None,
                    policy: cluster_policy.ClusterPolicy,
                    migration_policy: migration_policies.MigrationPolicy

@@ -17,7 +17,6 @@ from scheduler import demo as demo_mod
 from scheduler import exception
 from scheduler import extra_specs as extra_specs_mod
 from scheduler import filter_scheduler
-from scheduler import host_manager as hm
 from scheduler import policy_store
 from scheduler.balancer.planner import BalancePlanner
 from scheduler.cmd import common
@@ -31,6 +30,8 @@ from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import models
 from scheduler.db import schema
+from scheduler.host_cache.manager import HostManager
+from scheduler.host_state import HostState
 from scheduler.request_spec import RequestSpec
 
 CONF = scheduler_conf.CONF
@@ -59,8 +60,8 @@ def db_version(conf: cfg.ConfigOpts) -> int:
 
 
 def _host_states(conf: cfg.ConfigOpts
-                 ) -> tuple[list[hm.HostState], datetime.datetime, int]:
-    return (hm.HostManager(conf).host_states(), models.utcnow(),
+                 ) -> tuple[list[HostState], datetime.datetime, int]:
+    return (HostManager(conf).host_states(), models.utcnow(),
             conf.filter_scheduler.service_down_time)
 
 
@@ -71,7 +72,7 @@ def hosts_list(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
-def _find_host(hosts: list[hm.HostState], name: str) -> hm.HostState:
+def _find_host(hosts: list[HostState], name: str) -> HostState:
     """The node named ``name``, else the only node of host ``name``;
     raises LookupError with the one-line reason otherwise."""
     by_node = [h for h in hosts if h.nodename == name]

@@ -3,15 +3,15 @@ to choose ``weight_setting`` and ``resources:`` extra specs from."""
 
 from oslo_config import cfg
 
-from scheduler import host_manager as hm
 from scheduler import reported_metrics
 from scheduler.cmd import output
+from scheduler.host_cache.manager import HostManager
 
 COLUMNS = ("metric", "unit", "sources", "hosts")
 
 
 def metrics_list(conf: cfg.ConfigOpts) -> int:
-    hosts = hm.HostManager(conf).host_states()
+    hosts = HostManager(conf).host_states()
     metrics = reported_metrics.reported_metrics(hosts)
     fmt = conf.category.format
     rows = [(m.name, m.unit or "-", ",".join(m.sources),

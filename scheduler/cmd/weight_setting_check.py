@@ -15,11 +15,11 @@ from sqlalchemy import exc as sa_exc
 
 from scheduler import cluster_policy
 from scheduler import exception
-from scheduler import host_manager as hm
 from scheduler import reported_metrics
 from scheduler import suggest
 from scheduler.db import api as db_api
 from scheduler.db import schema
+from scheduler.host_cache.manager import HostManager
 
 WEIGHER = "MetricsWeigher"
 EXAMPLE = "memory.free=1e-9, cpu.percent=-1.0"
@@ -77,7 +77,7 @@ def reported_problems(conf: cfg.ConfigOpts, notes: list[str]
         if problem is not None:
             notes.append(skipped + problem)
             return
-        hosts = hm.HostManager(conf).host_states()
+        hosts = HostManager(conf).host_states()
     except sa_exc.SQLAlchemyError as e:
         notes.append(skipped + f"database error at "
                      f"{db_api.safe_url(conf.database.connection)}: "

@@ -7,8 +7,8 @@ tens of thousands of rows, and ORM objects cost several times more than
 plain rows. The statements themselves live next to each other, in this
 package: ``host_queries`` (what a host cache refresh reads), ``claim_sql``
 (claims and the write transaction), and the other ``*_sql`` modules
-(migrations, utilisation samples, stored policies, the REST API's ORM
-statements).
+(migrations, utilisation samples, stored policies, a node agent's row,
+the REST API's ORM statements).
 """
 
 from collections.abc import Iterator

@@ -4,7 +4,7 @@ import datetime
 
 import numpy as np
 
-from scheduler.db.models import utcnow
+from scheduler import clock
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.host_state import HostState
@@ -52,7 +52,7 @@ class ComputeFilter(BaseHostFilter):
         Once per request rather than once per filter object, so that a
         reloaded ``service_down_time`` applies without a restart.
         """
-        now = spec.now or utcnow()
+        now = spec.now or clock.utcnow()
         return now, seconds_before(
             now, self.conf.filter_scheduler.service_down_time)
 

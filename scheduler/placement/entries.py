@@ -4,7 +4,7 @@ alternate."""
 
 from scheduler import claims
 from scheduler import filter_scheduler
-from scheduler import host_manager as hm
+from scheduler.host_state import HostState
 
 
 def weight(decision: filter_scheduler.Decision,
@@ -24,7 +24,7 @@ def weight(decision: filter_scheduler.Decision,
     return None
 
 
-def host_entry(host: hm.HostState,
+def host_entry(host: HostState,
                decision: filter_scheduler.Decision) -> dict:
     """An alternate: a host the instance may go to, unclaimed."""
     return {"host": host.host, "nodename": host.nodename, "uuid": host.uuid,

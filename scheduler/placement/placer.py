@@ -26,9 +26,10 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from scheduler import claims
-from scheduler import host_manager as hm
 from scheduler.counters import ManagerStats
 from scheduler.db import api as db_api
+from scheduler.host_cache.manager import HostManager
+from scheduler.host_state import HostState
 from scheduler.release_journal import ReleaseJournal
 from scheduler.release_journal import journal_directory
 
@@ -47,14 +48,14 @@ class Placer:
 
     def __init__(self, store: claims.Claims,
                  deferred_releases: claims.DeferredReleases,
-                 host_manager: hm.HostManager):
+                 host_manager: HostManager):
         self.claims = store
         self.deferred_releases = deferred_releases
         self.host_manager = host_manager
 
     @classmethod
     def for_conf(cls, conf: cfg.ConfigOpts,
-                 host_manager: hm.HostManager) -> "Placer":
+                 host_manager: HostManager) -> "Placer":
         """A placer over the database of ``conf``, whose releases that
         fail are also kept on disk until done (``ReleaseJournal``)."""
         store = claims.Claims(conf)
@@ -62,11 +63,11 @@ class Placer:
             store, journal=ReleaseJournal(journal_directory(conf))),
             host_manager)
 
-    def claim_first(self, candidates: Sequence[hm.HostState],
+    def claim_first(self, candidates: Sequence[HostState],
                     consumer: str, usage: claims.Usage, group: str | None,
                     made: list[claims.Claim], *,
                     allocation_id: str | None = None,
-                    taken: list[hm.HostState] | None = None,
+                    taken: list[HostState] | None = None,
                     before_each: Callable[[], None] | None = None,
                     stats: ManagerStats | None = None
                     ) -> tuple[int, claims.Claim] | None:

@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from scheduler import claims
 from scheduler import exception
 from scheduler import filter_scheduler
-from scheduler import host_manager as hm
 from scheduler import observability
 from scheduler.counters import ManagerStats
+from scheduler.host_cache.manager import HostManager
+from scheduler.host_state import HostState
 from scheduler.placement import entries as entries_mod
 from scheduler.placement.errors import Unplaceable
 from scheduler.placement.placer import Placer
@@ -36,7 +37,7 @@ SchedulerFor = Callable[[RequestSpec], filter_scheduler.FilterScheduler]
 SpecFor = Callable[[dict, list[str]], RequestSpec]
 
 
-def pending_in_cluster(hosts: Sequence[hm.HostState],
+def pending_in_cluster(hosts: Sequence[HostState],
                        cluster: str | None) -> bool:
     """Whether claims not yet reflected in metrics exist in the cluster
     (``[scheduler] pending_retry_timeout`` waits for them)."""
@@ -54,7 +55,7 @@ class RequestPlacement:
     """
 
     placer: Placer
-    host_manager: hm.HostManager
+    host_manager: HostManager
     scheduler_for: SchedulerFor
     spec_for: SpecFor
     stats: ManagerStats
@@ -69,7 +70,7 @@ class RequestPlacement:
     #: The claims this placement made: what a failure rolls back.
     made: list[claims.Claim] = dataclasses.field(default_factory=list)
     #: Candidates found full by a claim, oldest first.
-    taken: list[hm.HostState] = dataclasses.field(default_factory=list)
+    taken: list[HostState] = dataclasses.field(default_factory=list)
 
     def place(self, first_spec: RequestSpec,
               return_alternates: bool) -> list[list[dict]]:
@@ -154,7 +155,7 @@ class RequestPlacement:
         self.report.hosts = decisions[-1].hosts
         return decisions
 
-    def _hosts_not_known_full(self) -> list[hm.HostState] | None:
+    def _hosts_not_known_full(self) -> list[HostState] | None:
         """None (every host, from the scheduler's own cache) until a claim
         of this request conflicted; then the cached hosts but those found
         full whose cache entry has not changed since.

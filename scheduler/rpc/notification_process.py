@@ -113,6 +113,9 @@ class ProcessNotifier:
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._full = False
+        # Our own backoff rather than tenacity's: it outlives one attempt
+        # (a child that dies young grows it, one that lived long resets
+        # it), and its wait must end at once when stop() sets _stopped.
         self._backoff = 0.0
         self._started = 0.0
         self._process: multiprocessing.process.BaseProcess | None = None

@@ -17,10 +17,10 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scheduler import clock
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
 from scheduler import plugin_guard
-from scheduler.db import models
 from scheduler.host_table import HostTable
 from tests.unit.test_host_table import NOW
 from tests.unit.test_host_table import OPTIONS
@@ -132,7 +132,7 @@ def test_load_weigher_column_agrees_with_raw_weights():
 
 def test_scheduler_columns_decide_as_per_host_with_example_plugins():
     with configured() as conf, \
-            mock.patch.object(models, "utcnow", return_value=NOW):
+            mock.patch.object(clock, "utcnow", return_value=NOW):
         MaxLoadFilter(conf)  # registers [example_plugins]
         pipeline = filter_scheduler.Pipeline(
             ("ComputeFilter", "RamFilter"),

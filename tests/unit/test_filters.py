@@ -7,6 +7,7 @@ from oslo_config import cfg
 from stevedore import driver
 
 import scheduler.conf
+from scheduler import clock
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters import affinity_filter
@@ -58,7 +59,7 @@ def conf() -> cfg.ConfigOpts:
 
 @pytest.fixture(autouse=True)
 def frozen_now(monkeypatch) -> None:
-    monkeypatch.setattr(compute_filter, "utcnow", lambda: NOW)
+    monkeypatch.setattr(clock, "utcnow", lambda: NOW)
 
 
 def make_spec(flavor: dict | None = None, **fields) -> RequestSpec:

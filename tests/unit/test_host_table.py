@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 from oslo_config import cfg
 
 import scheduler.conf
+from scheduler import clock
 from scheduler import exception
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
-from scheduler.db import models
 from scheduler.filters import availability_zone_filter
 from scheduler.filters import cluster_filter
 from scheduler.filters import compute_capabilities_filter
@@ -636,7 +636,7 @@ scheduler_options = st.fixed_dictionaries({
 
 def test_scheduler_columns_decide_as_per_host_plugins():
     with configured() as conf, \
-            mock.patch.object(models, "utcnow", return_value=NOW):
+            mock.patch.object(clock, "utcnow", return_value=NOW):
         pairs = {}
         for mode in MODES:
             pipeline = filter_scheduler.Pipeline(

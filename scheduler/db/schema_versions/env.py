@@ -1,4 +1,4 @@
-"""Alembic environment: runs on the connection handed in by migration.py."""
+"""Alembic environment: runs on the connection handed in by schema.py."""
 
 from alembic import context
 
