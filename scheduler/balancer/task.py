@@ -15,6 +15,13 @@ LOG = logging.getLogger(__name__)
 class PeriodicBalancer:
     """Runs ``BalancePlanner.balance()`` in a daemon thread.
 
+    A plain thread, not oslo.service's DynamicLoopingCall: with the
+    looping call (its threading backend), a notification sender that
+    replaced a killed one sometimes sent nothing (the functional test
+    ``test_notifications_are_sent_by_a_process_of_their_own`` failed in
+    4 of 5, then 4 of 6 runs, and passed without it); the cause was not
+    found.
+
     Every worker of every service runs one; a tick skips the clusters
     where any worker planned a migration less than an interval ago, so
     that together they plan at most one per cluster and interval, as
