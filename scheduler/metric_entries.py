@@ -33,6 +33,18 @@ def parse_timestamp(value: object) -> datetime.datetime | None:
 _MISSING = object()
 
 
+def cached_timestamp(stamp: object, stamps: dict[str, datetime.datetime]
+                     ) -> datetime.datetime | None:
+    """``parse_timestamp(stamp)``, looked up in and added to ``stamps``
+    (the entries of one report mostly share a handful)."""
+    timestamp = stamps.get(stamp) if type(stamp) is str else None
+    if timestamp is None:
+        timestamp = parse_timestamp(stamp)
+        if timestamp is not None:
+            stamps[stamp] = timestamp
+    return timestamp
+
+
 def reading(entry: dict, stamps: dict[str, datetime.datetime]
             ) -> tuple[float, datetime.datetime, str] | str:
     """``(value, timestamp, source)`` of one metrics entry, or what is
@@ -47,13 +59,10 @@ def reading(entry: dict, stamps: dict[str, datetime.datetime]
     if not (type(value) is float and math.isfinite(value)
             or is_number(value)):
         return f"value {short(value)} is not a finite number"
-    timestamp = stamps.get(stamp) if type(stamp) is str else None
+    timestamp = cached_timestamp(stamp, stamps)
     if timestamp is None:
-        timestamp = parse_timestamp(stamp)
-        if timestamp is None:
-            return (f"timestamp {short(stamp)} is not an ISO-8601 date "
-                    "and time")
-        stamps[stamp] = timestamp
+        return (f"timestamp {short(stamp)} is not an ISO-8601 date "
+                "and time")
     source = entry.get("source")
     return value, timestamp, (source if type(source) is str
                               else "" if source is None else str(source))

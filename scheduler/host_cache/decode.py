@@ -15,7 +15,7 @@ from oslo_log import log as logging
 from scheduler import instance_metrics as instance_metrics_mod
 from scheduler.db.host_queries import NodeRow
 from scheduler.host_state import Metric
-from scheduler.metric_entries import parse_timestamp
+from scheduler.metric_entries import cached_timestamp
 from scheduler.metric_entries import reading
 from scheduler.metric_entries import recent_stamps
 from scheduler.metric_entries import short
@@ -96,12 +96,9 @@ def well_formed_metrics(text: str) -> dict[str, Metric] | None:
                 or (type(value) is int and not
                     -_LARGEST <= value <= _LARGEST)):
             return None
-        timestamp = stamps.get(stamp)
+        timestamp = cached_timestamp(stamp, stamps)
         if timestamp is None:
-            timestamp = parse_timestamp(stamp)
-            if timestamp is None:
-                return None
-            stamps[stamp] = timestamp
+            return None
         source = entry.source
         metrics[name] = Metric(value, timestamp,
                                "" if source is None else source)

@@ -266,14 +266,14 @@ class RefreshReads:
                 pace()
             claims = by_node.get(row.id, ())
             source = (row, tuple(claims), ratios)
-            old = self._entries.get(row.id) if reuse else None
+            previous = self._entries.get(row.id)
+            old = previous if reuse else None
             if old is not None and old.source == source:
                 # Unchanged: the same object, so that the host table
                 # keeps its columns.
                 entries[row.id] = old
                 continue
             decoded = self._reusable(old, row)
-            previous = self._entries.get(row.id)
             if decoded is None:
                 decoded = decode.decode(row, previous and previous.decoded)
                 decoded_rows += 1
