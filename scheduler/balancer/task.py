@@ -16,11 +16,11 @@ class PeriodicBalancer:
     """Runs ``BalancePlanner.balance()`` in a daemon thread.
 
     A plain thread, not oslo.service's DynamicLoopingCall: with the
-    looping call (its threading backend), a notification sender that
-    replaced a killed one sometimes sent nothing (the functional test
+    looping call (its threading backend) the functional test
     ``test_notifications_are_sent_by_a_process_of_their_own`` failed in
-    4 of 5, then 4 of 6 runs, and passed without it); the cause was not
-    found.
+    4 of 5, then 4 of 6 runs. It also fails, less often, with this
+    thread (a sender that replaced a killed one sends nothing): the cause
+    is not found, and the looping call waits until it is.
 
     Every worker of every service runs one; a tick skips the clusters
     where any worker planned a migration less than an interval ago, so
