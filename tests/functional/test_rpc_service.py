@@ -520,10 +520,18 @@ def _senders(pid: int) -> list[psutil.Process]:
 
 
 def _running(process: psutil.Process) -> bool:
-    """Alive, not a zombie its parent has yet to reap."""
+    """Alive, or still ending: not yet a zombie with every thread gone.
+
+    A killed process's main thread turns zombie while its other threads
+    may still hold its files open (Linux closes them with the last
+    thread): a notification written meanwhile goes into a pipe that
+    still has a reader, and is lost with the process.
+    """
     try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
+        if process.status() != psutil.STATUS_ZOMBIE:
+            return True
+        return len(os.listdir(f"/proc/{process.pid}/task")) > 1
+    except (psutil.NoSuchProcess, FileNotFoundError):
         return False
 
 
