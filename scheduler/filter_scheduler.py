@@ -213,7 +213,7 @@ class FilterScheduler:
                 # hosts left.
                 rows = np.flatnonzero(alive)
                 answers = plugin_guard.rejections(
-                    host_filter, [table.hosts[row] for row in rows], spec)
+                    host_filter, table.hosts.take(rows.tolist()), spec)
                 for row, rejection in zip(rows.tolist(), answers,
                                           strict=True):
                     if rejection is not None:

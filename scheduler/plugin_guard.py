@@ -212,7 +212,7 @@ def raw_weights(weigher: BaseHostWeigher, table: HostTable,
             return column, None
     except Exception as e:
         errors.report(weigher.name, "raw_column", e)
-    hosts = [table.hosts[row] for row in rows.tolist()]
+    hosts = table.hosts.take(rows.tolist())
     try:
         weights = weigher.raw_weights(hosts, spec)
         if len(weights) != len(hosts):

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
@@ -39,6 +40,7 @@ from scheduler.filters.ram_filter import RamFilter
 from scheduler.filters.resources_threshold_filter import (
     ResourcesThresholdFilter,
 )
+from scheduler.host_table import HostList
 from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 from scheduler.weights.cpu import CPUWeigher
@@ -666,3 +668,39 @@ def test_scheduler_columns_decide_as_per_host_plugins():
                     == _outcome(per_host, spec_dict, hosts, uuids))
 
         check()
+
+
+# -- HostList ---------------------------------------------------------------
+
+@PROPERTY
+@given(size=st.sampled_from((0, 1, 1023, 1024, 1025, 3000)),
+       data=st.data())
+def test_host_list_behaves_as_the_list_it_holds(size, data):
+    # Objects stand in for hosts: HostList only keeps and moves them.
+    hosts = [object() for _ in range(size)]
+    held = HostList(hosts)
+    assert len(held) == size and list(held) == hosts and held == hosts
+    if size:
+        rows = data.draw(st.lists(st.integers(0, size - 1), max_size=20))
+        assert held.take(rows) == [hosts[row] for row in rows]
+        assert held[-1] is hosts[-1] and held[np.int64(0)] is hosts[0]
+        assert held[1:5] == hosts[1:5]
+    with pytest.raises(IndexError):
+        held[size]
+    changed = data.draw(st.dictionaries(
+        st.integers(0, size - 1), st.builds(object), max_size=10)
+        if size else st.just({}))
+    expected = list(hosts)
+    for index, host in changed.items():
+        expected[index] = host
+    assert list(held.replaced(changed)) == expected
+    # The original is untouched.
+    assert list(held) == hosts
+
+
+def test_host_list_versions_share_the_chunks_they_do_not_change():
+    held = HostList(object() for _ in range(3000))
+    new = held.replaced({1500: object()})
+    assert new._chunks[0] is held._chunks[0]
+    assert new._chunks[2] is held._chunks[2]
+    assert new._chunks[1] is not held._chunks[1]
