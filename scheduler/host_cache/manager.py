@@ -285,16 +285,22 @@ class HostManager(RefreshReads):
                 if changes.full else changes.gone)
         reorder = False
         replaced: dict[int, HostState] = {}
+        entries, position = self._entries, self._position
         for node_id, entry in changes.entries.items():
-            old = self._entries.get(node_id)
+            old = entries.get(node_id)
             if old is entry:
                 continue
-            self._entries[node_id] = entry
-            if old is None or (_order_key(old.state)
-                               != _order_key(entry.state)):
+            entries[node_id] = entry
+            if reorder:
+                continue
+            # _order_key() compared inline: a report changes neither name,
+            # and this runs for every changed row.
+            state, old_state = entry.state, old and old.state
+            if (old_state is None or state.host != old_state.host
+                    or state.nodename != old_state.nodename):
                 reorder = True
-            elif not reorder:
-                replaced[self._position[node_id]] = entry.state
+            else:
+                replaced[position[node_id]] = state
         for node_id in gone:
             if self._entries.pop(node_id, None) is not None:
                 reorder = True
