@@ -131,6 +131,10 @@ class HostTable:
             columns or {})
         self._name_rank = name_rank
         self._lock = threading.Lock()
+        #: fresh_metric()'s results by (metric, cutoff): the filters and
+        #: weighers of one decision ask for the same ones, each time a
+        #: pass over every host.
+        self.fresh: dict[tuple[str, datetime.datetime], np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.hosts)
@@ -257,6 +261,10 @@ def metric_epoch(name: str) -> Callable[["HostState"], float]:
     return value
 
 
+#: fresh_metric() results a table keeps (a decision needs a few).
+_FRESH_KEPT = 32
+
+
 def fresh_metric(table: HostTable, name: str,
                  cutoff: datetime.datetime | None) -> np.ndarray:
     """The metric's values (adjusted for pending claims), NaN where it is
@@ -265,6 +273,14 @@ def fresh_metric(table: HostTable, name: str,
     values = table.column(("metric", name), float, metric_value(name))
     if cutoff is None:
         return values
-    measured = table.column(("metric_epoch", name), float,
-                            metric_epoch(name))
-    return np.where(measured >= epoch(cutoff), values, np.nan)
+    key = (name, cutoff)
+    fresh = table.fresh.get(key)
+    if fresh is None:
+        measured = table.column(("metric_epoch", name), float,
+                                metric_epoch(name))
+        fresh = np.where(measured >= epoch(cutoff), values, np.nan)
+        fresh.flags.writeable = False
+        if len(table.fresh) >= _FRESH_KEPT:
+            table.fresh.clear()
+        table.fresh[key] = fresh
+    return fresh

@@ -28,6 +28,7 @@ from scheduler import clock
 from scheduler import exception
 from scheduler import filter_scheduler
 from scheduler import host_manager as hm
+from scheduler import host_table
 from scheduler.filters import availability_zone_filter
 from scheduler.filters import cluster_filter
 from scheduler.filters import compute_capabilities_filter
@@ -51,6 +52,7 @@ from scheduler.weights.normalization import normalize_array
 from scheduler.weights.num_instances import NumInstancesWeigher
 from scheduler.weights.ram import RAMWeigher
 from scheduler.weights.resources import ResourcesWeigher
+from tests import fakes
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
 
@@ -704,3 +706,28 @@ def test_host_list_versions_share_the_chunks_they_do_not_change():
     assert new._chunks[0] is held._chunks[0]
     assert new._chunks[2] is held._chunks[2]
     assert new._chunks[1] is not held._chunks[1]
+
+
+def test_fresh_metric_is_worked_out_once_per_metric_and_cutoff():
+    now = clock.utcnow()
+    hosts = [fakes.make_host("new", {"cpu.percent": 10.0}, node_id=1),
+             fakes.make_host("old", {"cpu.percent": 20.0}, age=600,
+                             node_id=2),
+             fakes.make_host("none", node_id=3)]
+    table = HostTable(hosts)
+    recent = now - datetime.timedelta(seconds=300)
+    first = host_table.fresh_metric(table, "cpu.percent", recent)
+    np.testing.assert_array_equal(first, [10.0, np.nan, np.nan])
+    assert host_table.fresh_metric(table, "cpu.percent", recent) is first
+    assert not first.flags.writeable
+    # Another cutoff is another pass.
+    np.testing.assert_array_equal(
+        host_table.fresh_metric(table, "cpu.percent",
+                                now - datetime.timedelta(seconds=900)),
+        [10.0, 20.0, np.nan])
+    # A new table version starts afresh.
+    newer = table.replaced({0: fakes.make_host(
+        "new", {"cpu.percent": 30.0}, node_id=1)})
+    np.testing.assert_array_equal(
+        host_table.fresh_metric(newer, "cpu.percent", recent),
+        [30.0, np.nan, np.nan])
