@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Sequence
 
 import sqlalchemy as sa
 from oslo_config import cfg
@@ -136,17 +137,17 @@ class HostManager(RefreshReads):
         self.host_states(now)
         return self._table
 
-    def host_states(self, now: float | None = None) -> list[HostState]:
+    def host_states(self, now: float | None = None) -> Sequence[HostState]:
         """Refresh the cache and return every host, ordered by host and
         nodename.
 
         ``now`` is a reading of the manager's clock (default: read it).
-        Returns the shared cached objects, in the list the host table
-        holds (a copy of 100,000 hosts per request cost a millisecond):
-        change neither; copy the hosts with ``snapshot()`` before calling
-        ``consume()``. A database error propagates as raised
-        (SQLAlchemyError) and leaves the cache as it was; the next call
-        tries again.
+        Returns the shared cached objects, in the host table's own
+        ``HostList`` (a copy of 100,000 hosts per request cost a
+        millisecond): change neither; copy the hosts with
+        ``snapshot()`` before calling ``consume()``. A database error
+        propagates as raised (SQLAlchemyError) and leaves the cache as it
+        was; the next call tries again.
         """
         ticket = self._started
         with self._lock:
