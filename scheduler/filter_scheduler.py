@@ -8,8 +8,10 @@ at random among the ``host_subset_size`` best and return it with
 resources of their hosts before the next instance is placed.
 """
 
+import contextlib
 import dataclasses
 import random
+from collections.abc import Iterator
 from collections.abc import Sequence
 
 import numpy as np
@@ -122,9 +124,9 @@ class FilterScheduler:
                 hosts: Sequence[HostState] | None = None) -> Decision:
         """The decision for the first instance of ``spec``, no claim."""
         self.validate(spec)
-        table = self._table(hosts)
-        spec.start_call(clock.utcnow())
-        decision = self._decide(spec, table)
+        with self._table(hosts) as table:
+            spec.start_call(clock.utcnow())
+            decision = self._decide(spec, table)
         decision.warnings = request_warnings.collect(spec, self.conf,
                                                      self.filters)
         return decision
@@ -138,7 +140,11 @@ class FilterScheduler:
         self.validate(spec)
         # Logged (once each), as no explain output shows them here.
         request_warnings.collect(spec, self.conf, self.filters)
-        table = self._table(hosts)
+        with self._table(hosts) as table:
+            return self._select(spec, table)
+
+    def _select(self, spec: RequestSpec, table: HostTable
+                ) -> list[Decision]:
         flavor = spec.flavor
         uuids = spec.instance_uuids or [None] * spec.num_instances
         # One "now" for every host and instance of the request.
@@ -162,10 +168,17 @@ class FilterScheduler:
                 table = table.replaced({decision.selected_rows[0]: chosen})
         return decisions
 
-    def _table(self, hosts: Sequence[HostState] | None) -> HostTable:
-        if hosts is None:
-            return self.host_manager.host_table()
-        return HostTable(list(hosts))
+    @contextlib.contextmanager
+    def _table(self, hosts: Sequence[HostState] | None
+               ) -> Iterator[HostTable]:
+        """The table of ``hosts``, or the host cache's, for one decision:
+        leased, so that the cache's next version may take its columns
+        over once the decision is made."""
+        if hosts is not None:
+            yield HostTable(list(hosts))
+            return
+        with self.host_manager.leased_table() as table:
+            yield table
 
     def _decide(self, spec: RequestSpec, table: HostTable) -> Decision:
         hosts = table.hosts

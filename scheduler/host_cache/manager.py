@@ -8,12 +8,14 @@ background thread does the full loads (``scheduler.host_cache.refresher``),
 off the request path.
 """
 
+import contextlib
 import dataclasses
 import datetime
 import threading
 import time
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -133,9 +135,31 @@ class HostManager(RefreshReads):
     def host_table(self, now: float | None = None) -> HostTable:
         """``host_states()`` as a HostTable, whose columns carry over from
         one refresh to the next (recomputed for the hosts that changed).
-        Shared by every thread; treat it as read-only."""
+        Shared by every thread; treat it as read-only. Its columns are
+        never changed (the next version copies them): ``leased_table()``
+        spares that copy."""
         self.host_states(now)
-        return self._table
+        with self._lock:
+            table = self._table
+            table.handed_out = True
+        return table
+
+    @contextlib.contextmanager
+    def leased_table(self, now: float | None = None
+                     ) -> Iterator[HostTable]:
+        """``host_table()`` for the duration of the ``with`` block: the
+        next version may take over its columns once the block is left
+        (and no other lease holds it), instead of copying them. A
+        decision reads the table only while it decides."""
+        self.host_states(now)
+        with self._lock:
+            table = self._table
+            table.leases += 1
+        try:
+            yield table
+        finally:
+            with self._lock:
+                table.leases -= 1
 
     def host_states(self, now: float | None = None) -> Sequence[HostState]:
         """Refresh the cache and return every host, ordered by host and
@@ -312,7 +336,9 @@ class HostManager(RefreshReads):
                               in enumerate(ordered)}
             self._table = HostTable(ordered)
         elif replaced:
-            self._table = self._table.replaced(replaced)
+            table = self._table
+            self._table = table.replaced(replaced, hand_over=not (
+                table.leases or table.handed_out))
         self._advance_watermark(changes.newest)
 
     def _advance_watermark(self, newest: datetime.datetime | None) -> None:

@@ -970,3 +970,47 @@ def test_shim_re_exports_the_public_names():
     for name in shim.__all__:
         assert getattr(shim, name) is getattr(homes.get(name, hs),
                                               name)
+
+
+def _free_vcpus(table) -> list[float]:
+    return table.attribute("free_vcpus").tolist()
+
+
+def test_a_leased_table_keeps_its_columns_through_a_refresh(engine,
+                                                             manager):
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    add_node(engine, "b", when=models.utcnow() - 10 * SECOND)
+    with manager.leased_table() as table:
+        column = table.attribute("free_vcpus")
+        claim(engine, node, vcpus=3)
+        with manager.leased_table() as newer:
+            assert _free_vcpus(newer) == [125.0, 128.0]
+        # Read again inside the lease: the same values, the same array.
+        assert table.attribute("free_vcpus") is column
+        assert _free_vcpus(table) == [128.0, 128.0]
+
+
+def test_a_table_nobody_reads_hands_its_columns_over(engine, manager):
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    add_node(engine, "b", when=models.utcnow() - 10 * SECOND)
+    with manager.leased_table() as table:
+        column = table.attribute("free_vcpus")
+    claim(engine, node, vcpus=3)
+    with manager.leased_table() as newer:
+        # Patched in place rather than copied ...
+        assert newer.attribute("free_vcpus") is column
+        assert _free_vcpus(newer) == [125.0, 128.0]
+    # ... and the old table, asked again, builds its own from its hosts.
+    assert _free_vcpus(table) == [128.0, 128.0]
+    assert not column.flags.writeable
+
+
+def test_a_table_handed_out_for_good_is_never_changed(engine, manager):
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    add_node(engine, "b", when=models.utcnow() - 10 * SECOND)
+    table = manager.host_table()
+    column = table.attribute("free_vcpus")
+    claim(engine, node, vcpus=3)
+    assert _free_vcpus(manager.host_table()) == [125.0, 128.0]
+    assert table.attribute("free_vcpus") is column
+    assert column.tolist() == [128.0, 128.0]
