@@ -305,14 +305,40 @@ def best_first(totals: np.ndarray, name_ranks: np.ndarray,
     """
     near = np.arange(len(totals))
     if count is not None and count < len(totals):
-        cut = len(totals) - count
-        threshold = np.partition(totals, cut)[cut]
+        threshold = _at_most_the_heaviest(totals, count)
         if not np.isnan(threshold):  # NaN sorts last: the full sort then
             # Every host as heavy as the count-th: ties at the cut are
             # ordered by name like the rest.
             near = np.flatnonzero(totals >= threshold)
     order = near[np.lexsort((name_ranks[near], -totals[near]))]
     return order if count is None else order[:count]
+
+
+#: Totals per block whose heaviest _at_most_the_heaviest() compares.
+_BLOCK = 512
+
+
+def _at_most_the_heaviest(totals: np.ndarray, count: int) -> float:
+    """A total no heavier than the ``count``-th heaviest (NaN: some total
+    is NaN, or that one is).
+
+    The ``count``-th heaviest of the blocks' heaviest totals will do: at
+    least ``count`` totals (those block maxima) weigh as much. One pass
+    over the totals and a partition of a few hundred maxima cost a
+    fraction of partitioning every candidate (a tenth of a decision at
+    100,000 hosts).
+    """
+    blocks = len(totals) // _BLOCK
+    if blocks <= count:
+        cut = len(totals) - count
+        return np.partition(totals, cut)[cut]
+    heaviest = totals[:blocks * _BLOCK].reshape(blocks, _BLOCK).max(axis=1)
+    if blocks * _BLOCK < len(totals):
+        heaviest = np.append(heaviest, totals[blocks * _BLOCK:].max())
+    if np.isnan(heaviest).any():
+        return np.nan
+    cut = len(heaviest) - count
+    return np.partition(heaviest, cut)[cut]
 
 
 def _unavailable(weigher: weights.BaseHostWeigher, host: HostState,

@@ -234,10 +234,11 @@ def test_selected_weights_and_results_on_demand(conf):
 
 
 @pytest.mark.parametrize("count", [1, 3, 5, None])
-def test_best_first_is_the_head_of_the_full_ranking(count):
+@pytest.mark.parametrize("largest", [40, 5000])
+def test_best_first_is_the_head_of_the_full_ranking(count, largest):
     rng = np.random.default_rng(7)
     for _ in range(50):
-        size = int(rng.integers(1, 40))
+        size = int(rng.integers(1, largest))
         # Few distinct weights: ties at the cut are the case to get right.
         totals = rng.integers(0, 4, size).astype(float)
         names = rng.permutation(size)
@@ -251,3 +252,11 @@ def test_best_first_with_nan_weights_sorts_everything():
     totals = np.array([np.nan, 1.0, np.nan, 2.0])
     names = np.arange(4)
     assert filter_scheduler.best_first(totals, names, 1).tolist() == [3]
+
+
+def test_best_first_with_a_nan_weight_among_many():
+    totals = np.arange(3000, dtype=float)
+    totals[1234] = np.nan
+    names = np.arange(3000)
+    assert filter_scheduler.best_first(totals, names, 3).tolist() == [
+        2999, 2998, 2997]
