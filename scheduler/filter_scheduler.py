@@ -319,8 +319,8 @@ _BLOCK = 512
 
 
 def _at_most_the_heaviest(totals: np.ndarray, count: int) -> float:
-    """A total no heavier than the ``count``-th heaviest (NaN: some total
-    is NaN, or that one is).
+    """A total no heavier than the ``count``-th heaviest, or NaN when a
+    total is NaN (the caller then sorts them all: NaN goes last).
 
     The ``count``-th heaviest of the blocks' heaviest totals will do: at
     least ``count`` totals (those block maxima) weigh as much. One pass
@@ -330,6 +330,8 @@ def _at_most_the_heaviest(totals: np.ndarray, count: int) -> float:
     """
     blocks = len(totals) // _BLOCK
     if blocks <= count:
+        if np.isnan(totals).any():
+            return np.nan
         cut = len(totals) - count
         return np.partition(totals, cut)[cut]
     heaviest = totals[:blocks * _BLOCK].reshape(blocks, _BLOCK).max(axis=1)
