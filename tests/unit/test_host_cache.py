@@ -976,10 +976,17 @@ def _free_vcpus(table) -> list[float]:
     return table.attribute("free_vcpus").tolist()
 
 
-def test_a_leased_table_keeps_its_columns_through_a_refresh(engine,
-                                                             manager):
+@pytest.fixture
+def two_nodes(engine) -> int:
+    """Nodes a and b, reported 10 s ago; a's id."""
     node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
     add_node(engine, "b", when=models.utcnow() - 10 * SECOND)
+    return node
+
+
+def test_a_leased_table_keeps_its_columns_through_a_refresh(
+        engine, manager, two_nodes):
+    node = two_nodes
     with manager.leased_table() as table:
         column = table.attribute("free_vcpus")
         claim(engine, node, vcpus=3)
@@ -990,9 +997,9 @@ def test_a_leased_table_keeps_its_columns_through_a_refresh(engine,
         assert _free_vcpus(table) == [128.0, 128.0]
 
 
-def test_a_table_nobody_reads_hands_its_columns_over(engine, manager):
-    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
-    add_node(engine, "b", when=models.utcnow() - 10 * SECOND)
+def test_a_table_nobody_reads_hands_its_columns_over(engine, manager,
+                                                     two_nodes):
+    node = two_nodes
     with manager.leased_table() as table:
         column = table.attribute("free_vcpus")
     claim(engine, node, vcpus=3)
@@ -1005,9 +1012,9 @@ def test_a_table_nobody_reads_hands_its_columns_over(engine, manager):
     assert not column.flags.writeable
 
 
-def test_a_table_handed_out_for_good_is_never_changed(engine, manager):
-    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
-    add_node(engine, "b", when=models.utcnow() - 10 * SECOND)
+def test_a_table_handed_out_for_good_is_never_changed(engine, manager,
+                                                      two_nodes):
+    node = two_nodes
     table = manager.host_table()
     column = table.attribute("free_vcpus")
     claim(engine, node, vcpus=3)
