@@ -84,25 +84,21 @@ def well_formed_metrics(text: str) -> dict[str, Metric] | None:
     except (msgspec.DecodeError, TypeError):
         return None
     stamps = recent_stamps()
-    known_stamp = stamps.get
     metrics: dict[str, Metric] = {}
     unset = msgspec.UNSET
     for entry in entries:
         if entry.instance is not unset:
             continue
-        name, value = entry.name, entry.value
+        name, value, stamp = entry.name, entry.value, entry.timestamp
         # msgspec refuses floats past the range (JSON has no NaN): only
         # ints can be out of range.
         if (not name or name in metrics
                 or (type(value) is int and not
                     -_LARGEST <= value <= _LARGEST)):
             return None
-        # The entries of a report share their stamp: parsed once.
-        timestamp = known_stamp(entry.timestamp)
+        timestamp = cached_timestamp(stamp, stamps)
         if timestamp is None:
-            timestamp = cached_timestamp(entry.timestamp, stamps)
-            if timestamp is None:
-                return None
+            return None
         source = entry.source
         metrics[name] = Metric(value, timestamp,
                                "" if source is None else source)
