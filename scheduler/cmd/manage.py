@@ -60,7 +60,7 @@ def db_version(conf: cfg.ConfigOpts) -> int:
 
 
 def _host_states(conf: cfg.ConfigOpts
-                 ) -> tuple[list[HostState], datetime.datetime, int]:
+                 ) -> tuple[Sequence[HostState], datetime.datetime, int]:
     return (HostManager(conf).host_states(), models.utcnow(),
             conf.filter_scheduler.service_down_time)
 
@@ -72,7 +72,7 @@ def hosts_list(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
-def _find_host(hosts: list[HostState], name: str) -> HostState:
+def _find_host(hosts: Sequence[HostState], name: str) -> HostState:
     """The node named ``name``, else the only node of host ``name``;
     raises LookupError with the one-line reason otherwise."""
     by_node = [h for h in hosts if h.nodename == name]
