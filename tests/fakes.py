@@ -11,13 +11,18 @@ their own ``NOW``); any ``HostState`` field may be given instead.
 engine; ``add_node`` inserts a compute node row, ``spec`` a minimal
 request, ``uuids`` fresh instance uuids, and ``allocations``,
 ``used_vcpus`` and ``fill_secretly`` read or fill the claims table behind
-the caches' back. The ``conf`` and ``mgr`` fixtures that go with them are
+the caches' back; ``reading_threads`` keeps readers busy while a test
+changes what they read. The ``conf`` and ``mgr`` fixtures that go with them are
 in ``tests/unit/conftest.py``.
 """
 
+import contextlib
 import datetime
 import random
+import threading
 import uuid
+from collections.abc import Callable
+from collections.abc import Iterator
 
 import sqlalchemy as sa
 
@@ -98,3 +103,33 @@ def uuids(count: int) -> list[str]:
 def spec(vcpus=1, ram=512, disk=1, **extra) -> dict:
     return {"flavor": {"name": "m1", "vcpus": vcpus, "memory_mb": ram,
                        "root_gb": disk}, **extra}
+
+
+@contextlib.contextmanager
+def reading_threads(read: Callable[[], None], count: int,
+                    timeout: float = 10.0) -> Iterator[None]:
+    """``read()`` called again and again by ``count`` threads while the
+    ``with`` block runs; the first exception a reader raised is raised
+    when the block ends (the readers stop at the first one)."""
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                read()
+        except BaseException as e:  # raised in the test's own thread
+            errors.append(e)
+            stop.set()
+
+    threads = [threading.Thread(target=reader) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout)
+    if errors:
+        raise errors[0]

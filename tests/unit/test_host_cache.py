@@ -7,7 +7,6 @@ import gc
 import json
 import logging
 import math
-import threading
 import uuid
 
 import orjson
@@ -30,6 +29,7 @@ from scheduler.host_cache import decode
 from scheduler.host_cache import manager as cache_manager
 from scheduler.host_cache.manager import HostManager
 from scheduler.request_spec import RequestSpec
+from tests import fakes
 
 NODES = models.ComputeNode.__table__
 ALLOCATIONS = models.Allocation.__table__
@@ -835,29 +835,13 @@ def test_snapshot_copies_what_consume_changes(engine, manager):
 def test_concurrent_refreshes_while_nodes_change(engine, manager):
     ids = [add_node(engine, f"h{i:02d}") for i in range(20)]
     expected = [f"h{i:02d}" for i in range(20)]
-    errors: list[BaseException] = []
-    stop = threading.Event()
 
-    def reader() -> None:
-        try:
-            while not stop.is_set():
-                states = manager.host_states()
-                assert [s.host for s in states] == expected
-        except BaseException as e:  # reported by the main thread
-            errors.append(e)
-            stop.set()
+    def read() -> None:
+        assert [s.host for s in manager.host_states()] == expected
 
-    threads = [threading.Thread(target=reader) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    try:
+    with fakes.reading_threads(read, 4):
         for round_ in range(30):
             claim(engine, ids[round_ % 20], vcpus=1)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(10)
-    assert not errors
     assert sum(s.vcpus_claimed for s in manager.host_states()) == 30
 
 

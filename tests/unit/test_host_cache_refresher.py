@@ -20,6 +20,7 @@ from scheduler.db import host_queries
 from scheduler.db import models
 from scheduler.host_cache import refresher as host_cache_refresher
 from scheduler.rpc import server
+from tests import fakes
 from tests.unit.test_host_cache import NODES
 from tests.unit.test_host_cache import SECOND
 from tests.unit.test_host_cache import add_node
@@ -233,33 +234,18 @@ def test_requests_see_a_consistent_table_while_the_thread_reloads(
     ids = [add_node(engine, f"h{i:02d}") for i in range(20)]
     expected = [f"h{i:02d}" for i in range(20)]
     refresher = background._refresher
-    errors: list[BaseException] = []
-    stop = threading.Event()
 
-    def reader() -> None:
-        try:
-            while not stop.is_set():
-                table = background.host_table()
-                assert [s.host for s in table.hosts] == expected
-                assert list(table.attribute("vcpus_claimed")) == [
-                    s.vcpus_claimed for s in table.hosts]
-        except BaseException as e:  # reported by the main thread
-            errors.append(e)
-            stop.set()
+    def read() -> None:
+        table = background.host_table()
+        assert [s.host for s in table.hosts] == expected
+        assert list(table.attribute("vcpus_claimed")) == [
+            s.vcpus_claimed for s in table.hosts]
 
-    threads = [threading.Thread(target=reader) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    try:
+    with fakes.reading_threads(read, 3, timeout=WAIT):
         for round_ in range(20):
             claim(engine, ids[round_ % 20], vcpus=1)
             if round_ % 5 == 0:
                 assert refresher.load_now(timeout=WAIT)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(WAIT)
-    assert not errors
     assert sum(s.vcpus_claimed for s in background.host_states()) == 20
 
 
