@@ -77,6 +77,10 @@ class Refresher:
         #: Loads completed and failed, for tests and benchmarks.
         self.loads = 0
         self.failures = 0
+        # Loads begun, and which of them last completed: load_now() waits
+        # for one that began after it was called.
+        self._begun = 0
+        self._loaded = 0
         self._pid = os.getpid()
         self._thread = threading.Thread(
             target=self._run, name="host-cache-refresher", daemon=True)
@@ -102,12 +106,17 @@ class Refresher:
     def load_now(self, loads: int | None = None,
                  timeout: float | None = None) -> bool:
         """Start the next load now and wait until ``loads`` loads have
-        completed (default: one more than now); False on timeout."""
+        completed, or by default until a load that began after this call
+        has (one already running may have read the database before what
+        the caller just changed); False on timeout."""
         with self._done:
-            wanted = self.loads + 1 if loads is None else loads
+            after = self._begun
         self._wake.set()
         with self._done:
-            return self._done.wait_for(lambda: self.loads >= wanted,
+            if loads is None:
+                return self._done.wait_for(lambda: self._loaded > after,
+                                           timeout)
+            return self._done.wait_for(lambda: self.loads >= loads,
                                        timeout)
 
     def run_once(self) -> bool:
@@ -116,6 +125,9 @@ class Refresher:
         next ones swapped in. False when it failed, which is logged and
         leaves the cache as it was."""
         manager = self._manager
+        with self._done:
+            self._begun += 1
+            this_load = self._begun
         try:
             if manager.last_refresh is None:
                 manager.host_states()
@@ -139,6 +151,7 @@ class Refresher:
             return False
         with self._done:
             self.loads += 1
+            self._loaded = this_load
             self._done.notify_all()
         return True
 

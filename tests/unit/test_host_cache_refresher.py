@@ -229,6 +229,41 @@ def test_with_the_thread_requests_never_load_everything(
     assert [s.host for s in background.host_states()] == ["a"]
 
 
+def test_load_now_waits_for_a_load_that_began_after_it(
+        conf, engine, background, monkeypatch):
+    # A load already reading when load_now() is called may have missed
+    # what the caller just changed: the caller waits for the next one.
+    conf.set_override("full_refresh_interval", 3600,
+                      group="filter_scheduler")
+    add_node(engine, "a")
+    doomed = add_node(engine, "b")
+    refresher = background._refresher
+    assert refresher.load_now(timeout=WAIT)
+    reading, release = threading.Event(), threading.Event()
+    real_read = background._read
+
+    def read_then_hold(*args, **kwargs):
+        changes = real_read(*args, **kwargs)
+        if not reading.is_set():
+            reading.set()
+            assert release.wait(WAIT)
+        return changes
+
+    monkeypatch.setattr(background, "_read", read_then_hold)
+    refresher._wake.set()
+    assert reading.wait(WAIT)
+    with engine.begin() as connection:
+        connection.execute(NODES.delete().where(NODES.c.id == doomed))
+    waited = []
+    caller = threading.Thread(
+        target=lambda: waited.append(refresher.load_now(timeout=WAIT)))
+    caller.start()
+    release.set()
+    caller.join(WAIT)
+    assert waited == [True]
+    assert [s.host for s in background.host_states()] == ["a"]
+
+
 def test_requests_see_a_consistent_table_while_the_thread_reloads(
         conf, engine, background):
     ids = [add_node(engine, f"h{i:02d}") for i in range(20)]
