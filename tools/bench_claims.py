@@ -101,7 +101,6 @@ from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import schema
 
-DEFAULT_PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 DEFAULT_PROCESSES = (1, 2, 4, 8)
 #: What each claim takes: bench_engine's request (m1.small).
 USAGE = claims.Usage(vcpus=1, memory_mb=512, disk_gb=1)
@@ -397,12 +396,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        const="read",
                        help="time full reads of every node row instead "
                        "of claims")
-    parser.add_argument("--db-admin-url",
-                        default=os.environ.get("SCHEDULER_TEST_PG_URL")
-                        or DEFAULT_PG_ADMIN_URL,
-                        help="PostgreSQL URL allowed to create and drop "
-                        "databases (default: $SCHEDULER_TEST_PG_URL, else "
-                        f"{DEFAULT_PG_ADMIN_URL})")
+    bench_postgres.add_admin_url_option(parser)
     args = parser.parse_args(argv)
     args.processes = args.processes or list(DEFAULT_PROCESSES)
     if min(args.processes) < 1 or args.threads < 1 or args.hosts < 1:

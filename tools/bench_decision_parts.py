@@ -34,7 +34,6 @@ import argparse
 import collections
 import contextlib
 import functools
-import os
 import random
 import sys
 import time
@@ -58,8 +57,6 @@ from scheduler.claims import store
 from scheduler.db import api as db_api
 from scheduler.db import schema
 from scheduler.host_cache import manager as host_cache
-
-DEFAULT_PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1/postgres"
 
 
 class PartClock:
@@ -155,12 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=200)
-    parser.add_argument("--db-admin-url",
-                        default=os.environ.get("SCHEDULER_TEST_PG_URL")
-                        or DEFAULT_PG_ADMIN_URL,
-                        help="PostgreSQL URL allowed to create and drop "
-                        "databases (default $SCHEDULER_TEST_PG_URL or "
-                        "postgres on 127.0.0.1)")
+    bench_postgres.add_admin_url_option(parser)
     args = parser.parse_args(argv)
     if min(args.hosts, args.calls) < 1 or args.warmup < 0:
         parser.error("--hosts and --calls must be >= 1, --warmup >= 0")

@@ -3,7 +3,9 @@ the CPU time of the backends serving it; and the CPU time of the
 benchmark's own processes, read the same way (user + system, from /proc
 through psutil, so only for processes on this machine)."""
 
+import argparse
 import contextlib
+import os
 import urllib.parse
 import uuid
 from collections.abc import Iterable
@@ -14,9 +16,22 @@ import sqlalchemy as sa
 
 from scheduler.db import api as db_api
 
+#: The PostgreSQL the benchmarks create their scratch databases in, unless
+#: ``$SCHEDULER_TEST_PG_URL`` or ``--db-admin-url`` says otherwise.
+DEFAULT_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
 #: Hosts of a URL whose server runs on this machine ("": none given, the
 #: driver's default socket).
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "")
+
+
+def add_admin_url_option(parser: argparse.ArgumentParser) -> None:
+    """``--db-admin-url``: where the scratch databases are made."""
+    parser.add_argument(
+        "--db-admin-url",
+        default=os.environ.get("SCHEDULER_TEST_PG_URL") or DEFAULT_ADMIN_URL,
+        help="PostgreSQL URL allowed to create and drop databases "
+        f"(default: $SCHEDULER_TEST_PG_URL, else {DEFAULT_ADMIN_URL})")
 
 
 @contextlib.contextmanager

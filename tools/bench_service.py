@@ -125,7 +125,6 @@ DEFAULT_SELECT_CALLS = 1000
 DEFAULT_ECHO_CALLS = 2000
 DEFAULT_WARMUP = 200
 DEFAULT_RABBIT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
-DEFAULT_PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 #: (hosts, minimum ratio of the echo's calls/s, maximum p50 - echo p50).
 TARGETS = {1000: (0.7, 2.0), 5000: (0.5, None)}
 #: Seconds a server may take to import, connect and serve.
@@ -870,12 +869,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         or DEFAULT_RABBIT_URL,
                         help="RabbitMQ to use (default "
                         "$SCHEDULER_TEST_RABBIT_URL or the local one)")
-    parser.add_argument("--db-admin-url",
-                        default=os.environ.get("SCHEDULER_TEST_PG_URL")
-                        or DEFAULT_PG_ADMIN_URL,
-                        help="PostgreSQL URL allowed to create and drop "
-                        "databases (default $SCHEDULER_TEST_PG_URL or "
-                        "postgres on 127.0.0.1)")
+    bench_postgres.add_admin_url_option(parser)
     parser.add_argument("--profile-server", metavar="DIR",
                         help="run each scheduler-service under yappi and "
                         "write its profile to DIR/select-<hosts>.pstat "

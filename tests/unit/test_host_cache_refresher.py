@@ -209,15 +209,22 @@ def test_thread_retries_a_failed_first_load(conf, engine, manager,
         manager.close()
 
 
-def test_with_the_thread_requests_never_load_everything(
-        conf, engine, clock, background):
+@pytest.fixture
+def doomed(conf, engine, background):
+    """Nodes a and b loaded by the thread, which loads again only when
+    told to; the id of b, for the test to delete."""
     conf.set_override("full_refresh_interval", 3600,
                       group="filter_scheduler")
     add_node(engine, "a")
-    doomed = add_node(engine, "b")
-    refresher = background._refresher
-    assert refresher.load_now(timeout=WAIT)
+    node_id = add_node(engine, "b")
+    assert background._refresher.load_now(timeout=WAIT)
     assert len(background.host_states()) == 2
+    return node_id
+
+
+def test_with_the_thread_requests_never_load_everything(
+        engine, clock, background, doomed):
+    refresher = background._refresher
     with engine.begin() as connection:
         connection.execute(NODES.delete().where(NODES.c.id == doomed))
 
@@ -230,15 +237,10 @@ def test_with_the_thread_requests_never_load_everything(
 
 
 def test_load_now_waits_for_a_load_that_began_after_it(
-        conf, engine, background, monkeypatch):
+        engine, background, doomed, monkeypatch):
     # A load already reading when load_now() is called may have missed
     # what the caller just changed: the caller waits for the next one.
-    conf.set_override("full_refresh_interval", 3600,
-                      group="filter_scheduler")
-    add_node(engine, "a")
-    doomed = add_node(engine, "b")
     refresher = background._refresher
-    assert refresher.load_now(timeout=WAIT)
     reading, release = threading.Event(), threading.Event()
     real_read = background._read
 
