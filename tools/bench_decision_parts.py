@@ -19,7 +19,7 @@ parts counted in the innermost only:
   (``LivePolicies.observe``, a round trip of its own);
 - ``engine``: filters, weighers and ranking on the refreshed table
   (``FilterScheduler._select``);
-- ``claim``: the claim transaction (``Claims.claim``);
+- ``claim``: the claim, one statement on PostgreSQL (``Claims.claim``);
 - ``rest``: everything else of the call (placement bookkeeping, the
   decision's log line and counters).
 
