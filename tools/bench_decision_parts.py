@@ -10,8 +10,10 @@ a lone client. Each part is timed by wrapping the function that does it
 with a CPU clock of the calling thread (``time.thread_time``), nested
 parts counted in the innermost only:
 
-- ``validate``: the request's schema and its RequestSpec
-  (``validate_request``, ``RequestSpec.from_dict``);
+- ``validate``: the request's schema, its RequestSpec and the filters'
+  checks of it (``validate_request``, ``RequestSpec.from_dict``,
+  ``FilterScheduler.validate``, which runs twice per call: once before
+  anything is claimed, once in ``select``);
 - ``refresh``: the host cache's refresh, its round trip included
   (``HostManager._refresh``), but for
 - ``policies``: the refresh hook that checks the generation of the
@@ -20,8 +22,12 @@ parts counted in the innermost only:
 - ``engine``: filters, weighers and ranking on the refreshed table
   (``FilterScheduler._select``);
 - ``claim``: the claim, one statement on PostgreSQL (``Claims.claim``);
-- ``rest``: everything else of the call (placement bookkeeping, the
-  decision's log line and counters).
+- ``rest``: everything else of the call (placement bookkeeping, taking
+  the claim into the cache, the request's warnings, the decision's log
+  line and counters).
+
+Full reloads of the host cache, which a serving worker leaves to its
+background thread, are kept out of the measured window.
 
 Prints one line per part (``part=refresh cpu_ms=... share=...``), then
 the total, and the PostgreSQL backends' CPU per call beside it. Compare
@@ -89,6 +95,7 @@ def instrumented(clock: PartClock) -> Iterator[None]:
     targets = [
         ("validate", manager_mod, "validate_request"),
         ("validate", request_spec.RequestSpec, "from_dict"),
+        ("validate", filter_scheduler.FilterScheduler, "validate"),
         ("refresh", host_cache.HostManager, "_refresh"),
         ("policies", live_policies.LivePolicies, "observe"),
         ("engine", filter_scheduler.FilterScheduler, "_select"),
@@ -113,6 +120,10 @@ def instrumented(clock: PartClock) -> Iterator[None]:
 def measure(url: str, admin_url: str, database: str, hosts: int,
             calls: int, warmup: int) -> dict[str, float]:
     conf = bench_engine.make_conf(url)
+    # The service's background refresher does these; timing it here would
+    # mix its thread's clock into the parts.
+    conf.set_override("full_refresh_interval", 10 ** 9,
+                      group="filter_scheduler")
     engine = db_api.get_engine(conf)
     schema.db_sync(engine)
     bench_engine.build_fleet(engine, hosts, random.Random(hosts))

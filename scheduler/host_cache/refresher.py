@@ -102,22 +102,29 @@ class Refresher:
         self._wake.set()
         if self._thread.is_alive() and self._pid == os.getpid():
             self._thread.join(timeout)
+        with self._done:
+            # No load is coming: load_now() callers stop waiting.
+            self._done.notify_all()
 
     def load_now(self, loads: int | None = None,
                  timeout: float | None = None) -> bool:
         """Start the next load now and wait until ``loads`` loads have
         completed, or by default until a load that began after this call
         has (one already running may have read the database before what
-        the caller just changed); False on timeout."""
+        the caller just changed); False on timeout or once stopped."""
         with self._done:
             after = self._begun
         self._wake.set()
-        with self._done:
+
+        def loaded() -> bool:
             if loads is None:
-                return self._done.wait_for(lambda: self._loaded > after,
-                                           timeout)
-            return self._done.wait_for(lambda: self.loads >= loads,
-                                       timeout)
+                return self._loaded > after
+            return self.loads >= loads
+
+        with self._done:
+            self._done.wait_for(lambda: loaded() or self._stop.is_set(),
+                                timeout)
+            return loaded()
 
     def run_once(self) -> bool:
         """One load: the first on the request path's terms (a request
@@ -151,7 +158,9 @@ class Refresher:
             return False
         with self._done:
             self.loads += 1
-            self._loaded = this_load
+            # Loads run one at a time but for run_once() called by hand
+            # beside the thread: the newest begun counts.
+            self._loaded = max(self._loaded, this_load)
             self._done.notify_all()
         return True
 

@@ -9,6 +9,7 @@ thread otherwise, waited for by its load counter, never by the clock.
 # functions' parameters of the same names for redefinitions.
 # ruff: noqa: F811
 import threading
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -260,10 +261,28 @@ def test_load_now_waits_for_a_load_that_began_after_it(
     caller = threading.Thread(
         target=lambda: waited.append(refresher.load_now(timeout=WAIT)))
     caller.start()
+    # load_now() sets the wake-up only once it knows what it waits for
+    # (the thread cleared it before the held load began).
+    deadline = time.monotonic() + WAIT
+    while not refresher._wake.is_set():
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
     release.set()
     caller.join(WAIT)
     assert waited == [True]
     assert [s.host for s in background.host_states()] == ["a"]
+
+
+def test_load_now_on_a_stopped_refresher_returns_at_once(
+        engine, background):
+    refresher = background._refresher
+    refresher.stop()
+    waited = []
+    caller = threading.Thread(
+        target=lambda: waited.append(refresher.load_now()))
+    caller.start()
+    caller.join(WAIT)
+    assert waited == [False]
 
 
 def test_requests_see_a_consistent_table_while_the_thread_reloads(
