@@ -9,7 +9,6 @@ thread otherwise, waited for by its load counter, never by the clock.
 # functions' parameters of the same names for redefinitions.
 # ruff: noqa: F811
 import threading
-import time
 
 import pytest
 import sqlalchemy as sa
@@ -263,10 +262,7 @@ def test_load_now_waits_for_a_load_that_began_after_it(
     caller.start()
     # load_now() sets the wake-up only once it knows what it waits for
     # (the thread cleared it before the held load began).
-    deadline = time.monotonic() + WAIT
-    while not refresher._wake.is_set():
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    assert refresher._wake.wait(WAIT)
     release.set()
     caller.join(WAIT)
     assert waited == [True]
