@@ -8,7 +8,10 @@ and prints one line per configuration:
     config=nova-default hot_host_minutes=... cpu_stddev_mean=...
     herd_max=... migrations=... rejected=... hosts_used_peak=... wall_s=...
 
-then the simulation speed (``sim_days_per_wall_minute``). ``--herd``
+and where each run's time went (``wall_s_<event>=``: the nodes' report
+writes, the decisions with the host cache reads before them, the
+balancing ticks with theirs, instance ends), then the simulation speed
+(``sim_days_per_wall_minute``). ``--herd``
 adds the herding case: identical idle hosts, 100 requests within one
 report interval, weighed by ``cpu.percent=-1.0`` alone.
 """
@@ -102,7 +105,10 @@ def main() -> int:
                   f"migrations={run['migrations']} "
                   f"rejected={run['rejected']} "
                   f"hosts_used_peak={run['hosts_used_peak']} "
-                  f"wall_s={run['wall_seconds']:.1f}", flush=True)
+                  f"wall_s={run['wall_seconds']:.1f} "
+                  + " ".join(f"wall_s_{name}={seconds:.1f}" for name, seconds
+                             in run["wall_seconds_by_event"].items()),
+                  flush=True)
         sim = sum(run["sim_seconds"] for run in runs)
         wall = sum(run["wall_seconds"] for run in runs)
         print(f"speed hosts={args.hosts} sim_days_per_wall_minute="

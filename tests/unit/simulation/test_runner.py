@@ -46,6 +46,16 @@ def test_one_busy_vm_figures(unit_ratio_config):
     assert result["sim_seconds"] == 600.0
 
 
+def test_the_run_says_where_its_time_went(unit_ratio_config):
+    result = _run(unit_ratio_config, _steady((0, 600, 4, 1024, 90.0)))
+    spent = result["wall_seconds_by_event"]
+    assert tuple(spent) == runner.EVENT_NAMES
+    # One arrival (a decision), ten report rounds, one end, ten samples.
+    for name in ("arrivals", "reports", "ends", "samples", "slots"):
+        assert spent[name] > 0.0, name
+    assert sum(spent.values()) <= result["wall_seconds"]
+
+
 def test_requests_between_two_reports_count_as_a_herd(unit_ratio_config):
     # One node, three VMs before its first report at 60 s, one after.
     work = _steady((1, 900, 1, 1024, 10.0), (2, 900, 1, 1024, 10.0),
