@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""What one metrics report costs: the node's write and the host cache's
+read of it, beside the floor the database driver and the JSON parser set.
+
+A simulated day of N nodes is N x 1,440 reports at the default interval;
+a scheduler process reads every one of them again before its next
+decision. This tool measures that per-report cost alone, on the
+simulator's scratch SQLite file: ``--hosts`` simulated nodes with
+``--instances`` instance entries each report in 12 phases per 60 s, as
+in ``scheduler-manage simulate``, and after each phase the host cache
+refreshes (``HostManager.host_states``). CPU time of the process, per
+report:
+
+- ``write_us``: the phase's report writes (``SimulatedFleet.report``);
+- ``read_us``: the refresh that reads them (fetch, decode, host states,
+  host table), whose fixed part ``empty_refresh_us`` (a refresh that finds
+  nothing changed) is spread over the phase's rows.
+
+Then the floor, the same work done hot by the driver and parser alone on
+the same rows, without the engine around them:
+
+- ``driver_write_us``: sqlite3's executemany of the same UPDATE;
+- ``driver_fetch_us``: sqlite3 fetching the changed rows' columns;
+- ``parse_us``: msgspec parsing a report's metrics text (into plain
+  lists and dicts);
+- ``check_us``: the host cache's check of a well-formed report
+  (``decode.well_formed_metrics``, the parse included).
+
+The day's arithmetic: 1,440 x hosts x (write_us + read_us), plus one
+decision per VM (``bench_quality``'s ``wall_s_arrivals``).
+"""
+
+import argparse
+import datetime
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+
+import msgspec
+import numpy as np
+from oslo_config import cfg
+
+from scheduler import clock
+from scheduler import conf as scheduler_conf
+from scheduler import gc_tuning
+from scheduler.db import api as db_api
+from scheduler.db import schema
+from scheduler.db.host_queries import NodeRow
+from scheduler.host_cache import decode
+from scheduler.host_cache.manager import HostManager
+from scheduler.simulation import fleet as fleet_mod
+from scheduler.simulation import runner
+
+PHASES = 12
+REPORT_INTERVAL = 60.0
+#: Simulated seconds between a phase's writes and the refresh reading
+#: them, so that the rows are stamped before the cache's watermark moves.
+AFTER_WRITES = 1e-6
+
+
+def _conf(path: str) -> cfg.ConfigOpts:
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    conf.set_override("connection", f"sqlite:///{path}", group="database")
+    conf.set_override("sqlite_synchronous", False, group="database")
+    return conf
+
+
+def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
+                sim_clock: clock.SimulatedClock, hosts: int,
+                instances: int, rounds: int) -> tuple[float, float, float]:
+    """(write, read, empty refresh) CPU microseconds per report."""
+    phase_hosts = [np.arange(p, hosts, PHASES) for p in range(PHASES)]
+    entries = {host: [(fleet_mod.instance_uuid(host * 1000 + i), 12.5)
+                      for i in range(instances)] for host in range(hosts)}
+    step = REPORT_INTERVAL / PHASES
+    wrote = read = 0.0
+    rows = 0
+    for number in range(PHASES + rounds):
+        chosen = phase_hosts[number % PHASES]
+        now = (number + 1) * step
+        sim_clock.advance_to(now)
+        # The utilisation slot moves every 5 minutes: four of five
+        # reports of a node repeat its values with a new time, as in a
+        # simulation.
+        slot = int(now // 300)
+        began = time.process_time()
+        fleet.report(chosen, np.full(len(chosen), 20.0 + slot % 7),
+                     np.full(len(chosen), 8192), [(slot, 0)] * len(chosen),
+                     entries.__getitem__)
+        written = time.process_time()
+        sim_clock.advance_to(now + AFTER_WRITES)
+        cache.host_states()
+        done = time.process_time()
+        if number >= PHASES:  # the first round fills the templates
+            wrote += written - began
+            read += done - written
+            rows += len(chosen)
+    empty = 0.0
+    for _ in range(200):
+        sim_clock.advance_to(sim_clock.seconds + AFTER_WRITES)
+        began = time.process_time()
+        cache.host_states()
+        empty += time.process_time() - began
+    return 1e6 * wrote / rows, 1e6 * read / rows, 1e6 * empty / 200
+
+
+def _floor(path: str, repeat: int = 200) -> dict[str, float]:
+    """The driver's and parser's own microseconds per row, hot."""
+    columns = ", ".join(NodeRow._fields)
+    database = sqlite3.connect(path, isolation_level=None)
+    database.execute("PRAGMA synchronous=OFF")
+    newest = database.execute("SELECT max(changed_at) FROM compute_nodes"
+                              ).fetchone()[0]
+    after = database.execute(
+        "SELECT max(changed_at) FROM compute_nodes WHERE changed_at < ?",
+        (newest,)).fetchone()[0]
+    select = f"SELECT {columns} FROM compute_nodes WHERE changed_at > ?"
+    rows = database.execute(select, (after,)).fetchall()
+    began = time.process_time()
+    for _ in range(repeat):
+        database.execute(select, (after,)).fetchall()
+    fetch = time.process_time() - began
+    texts = [row[NodeRow._fields.index("metrics")] for row in rows]
+    began = time.process_time()
+    for _ in range(repeat):
+        for text in texts:
+            msgspec.json.decode(text)
+    parse = time.process_time() - began
+    began = time.process_time()
+    for _ in range(repeat):
+        for text in texts:
+            decode.well_formed_metrics(text)
+    check = time.process_time() - began
+    update = ("UPDATE compute_nodes SET metrics = ?, metrics_updated_at = ?, "
+              "updated_at = ?, changed_at = ?, memory_mb_used = ?, "
+              "generation = generation + 1 WHERE id = ?")
+    ids = [row[0] for row in rows]
+    stamp = datetime.datetime(2030, 1, 1)
+    began = time.process_time()
+    for number in range(repeat):
+        at = str(stamp + datetime.timedelta(seconds=number))
+        database.execute("BEGIN")
+        database.executemany(update, [
+            (text, at, at, at, 8192, node)
+            for text, node in zip(texts, ids, strict=True)])
+        database.execute("COMMIT")
+    write = time.process_time() - began
+    database.close()
+    per_row = 1e6 / (repeat * len(rows))
+    return {"driver_write_us": write * per_row,
+            "driver_fetch_us": fetch * per_row,
+            "parse_us": parse * per_row, "check_us": check * per_row}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--instances", type=int, default=3,
+                        help="instance entries per report")
+    parser.add_argument("--rounds", type=int, default=480,
+                        help="report phases measured (12 per minute)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "reports.sqlite")
+        conf = _conf(path)
+        engine = db_api.get_engine(conf)
+        schema.db_sync(engine)
+        with clock.simulated(clock.SimulatedClock(runner.START)) as now:
+            fleet = fleet_mod.SimulatedFleet(
+                engine, fleet_mod.FleetSpec(args.hosts, 32, 131072))
+            fleet.create()
+            cache = HostManager(conf)
+            cache.host_states()
+            gc_tuning.tune()
+            print(f"{args.rounds} phases of {args.hosts // PHASES} reports",
+                  file=sys.stderr)
+            write, read, empty = _per_report(fleet, cache, now, args.hosts,
+                                             args.instances, args.rounds)
+        engine.dispose()
+        floor = _floor(path)
+    print(f"report hosts={args.hosts} instances={args.instances} "
+          f"write_us={write:.1f} read_us={read:.1f} "
+          f"empty_refresh_us={empty:.0f}")
+    print("floor " + " ".join(f"{name}={value:.1f}"
+                              for name, value in floor.items()))
+    day = 1440 * args.hosts * (write + read) / 1e6
+    print(f"reports_per_day={1440 * args.hosts} "
+          f"report_s_per_sim_day={day:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
