@@ -26,8 +26,10 @@ the same rows, without the engine around them:
 - ``check_us``: the host cache's check of a well-formed report
   (``decode.well_formed_metrics``, the parse included).
 
-The day's arithmetic: 1,440 x hosts x (write_us + read_us), plus one
-decision per VM (``bench_quality``'s ``wall_s_arrivals``).
+The day's arithmetic: 1,440 x hosts x (write_us + read_us) for the
+reports; the decisions' own cost is what ``bench_quality``'s
+``wall_s_arrivals`` and ``wall_s_balancing`` leave once the reads
+(1,440 x hosts x read_us) are taken out of them.
 """
 
 import argparse
@@ -35,16 +37,20 @@ import datetime
 import os
 import sqlite3
 import sys
-import tempfile
 import time
 
 import msgspec
 import numpy as np
-from oslo_config import cfg
+
+try:
+    # tools/ is sys.path[0] when this file runs as a script.
+    import bench_claims
+except ImportError:  # python -m tools.bench_reports
+    from tools import bench_claims
 
 from scheduler import clock
-from scheduler import conf as scheduler_conf
 from scheduler import gc_tuning
+from scheduler.cmd import simulate
 from scheduler.db import api as db_api
 from scheduler.db import schema
 from scheduler.db.host_queries import NodeRow
@@ -58,15 +64,6 @@ REPORT_INTERVAL = 60.0
 #: Simulated seconds between a phase's writes and the refresh reading
 #: them, so that the rows are stamped before the cache's watermark moves.
 AFTER_WRITES = 1e-6
-
-
-def _conf(path: str) -> cfg.ConfigOpts:
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    conf.set_override("connection", f"sqlite:///{path}", group="database")
-    conf.set_override("sqlite_synchronous", False, group="database")
-    return conf
 
 
 def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
@@ -142,7 +139,8 @@ def _floor(path: str, repeat: int = 200) -> dict[str, float]:
     stamp = datetime.datetime(2030, 1, 1)
     began = time.process_time()
     for number in range(repeat):
-        at = str(stamp + datetime.timedelta(seconds=number))
+        at = (stamp + datetime.timedelta(seconds=number)).isoformat(
+            " ", "microseconds")
         database.execute("BEGIN")
         database.executemany(update, [
             (text, at, at, at, 8192, node)
@@ -164,9 +162,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=480,
                         help="report phases measured (12 per minute)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as directory:
+    if args.hosts < PHASES:
+        parser.error(f"--hosts must be at least {PHASES}: one node a phase")
+    # Where and as the simulator keeps its scratch database.
+    with simulate.scratch_directory() as directory:
         path = os.path.join(directory, "reports.sqlite")
-        conf = _conf(path)
+        conf = bench_claims.make_conf(f"sqlite:///{path}")
+        conf.set_override("sqlite_synchronous", False, group="database")
         engine = db_api.get_engine(conf)
         schema.db_sync(engine)
         with clock.simulated(clock.SimulatedClock(runner.START)) as now:

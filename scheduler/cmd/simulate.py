@@ -212,6 +212,13 @@ def simulate(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
+def scratch_directory() -> tempfile.TemporaryDirectory:
+    """A directory for the scratch databases of simulations, in memory
+    (/dev/shm) where the machine has it; removed when its block ends."""
+    root = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    return tempfile.TemporaryDirectory(prefix="simulate-", dir=root)
+
+
 def run_all(configs: list[tuple[str, cfg.ConfigOpts]],
             workload: trace.Workload, settings: runner.Settings,
             progress: bool = True
@@ -221,9 +228,7 @@ def run_all(configs: list[tuple[str, cfg.ConfigOpts]],
     figures and cpu.percent samples. Raises InvalidRequest naming the
     configuration whose database holds real compute nodes."""
     runs, histories = [], []
-    scratch_root = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    with tempfile.TemporaryDirectory(prefix="simulate-",
-                                     dir=scratch_root) as scratch:
+    with scratch_directory() as scratch:
         for index, (name, run_conf) in enumerate(configs):
             try:
                 _use_database(run_conf, scratch, index)

@@ -132,9 +132,8 @@ class Simulation:
         result = self.figures.as_dict()
         result["sim_seconds"] = duration
         result["wall_seconds"] = round(time.perf_counter() - began, 3)
-        result["wall_seconds_by_event"] = {
-            name: round(seconds, 3)
-            for name, seconds in zip(EVENT_NAMES, self._spent, strict=True)}
+        result["wall_seconds_by_event"] = dict(
+            zip(EVENT_NAMES, self._spent, strict=True))
         return result
 
     def _policy(self):

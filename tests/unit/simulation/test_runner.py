@@ -1,6 +1,8 @@
 """Simulation runs on tiny workloads whose figures are worked out by
 hand: steady VMs (avgcpu = p95maxcpu = maxcpu) run at their average."""
 
+import types
+
 import numpy as np
 import pytest
 
@@ -46,14 +48,38 @@ def test_one_busy_vm_figures(unit_ratio_config):
     assert result["sim_seconds"] == 600.0
 
 
-def test_the_run_says_where_its_time_went(unit_ratio_config):
-    result = _run(unit_ratio_config, _steady((0, 600, 4, 1024, 90.0)))
+def test_each_event_kind_is_charged_its_own_time(unit_ratio_config,
+                                                  monkeypatch):
+    # A clock that moves only inside the handlers, by a different power
+    # of two for each kind (sums stay exact): each kind's total must be
+    # its own calls times its own step, under its own name.
+    now = [0.0]
+    monkeypatch.setattr(runner, "time",
+                        types.SimpleNamespace(perf_counter=lambda: now[0]))
+    handlers = {"slots": "_new_slot", "ends": "_end", "reports": "_report",
+                "samples": "_sample", "balancing": "_balance",
+                "arrivals": "_arrive"}
+    calls = dict.fromkeys(handlers, 0)
+
+    def charged(name, handler, step):
+        def run(self, *args):
+            calls[name] += 1
+            now[0] += step
+            return handler(self, *args)
+        return run
+
+    for power, (name, method) in enumerate(handlers.items()):
+        monkeypatch.setattr(runner.Simulation, method, charged(
+            name, getattr(runner.Simulation, method), 2.0 ** power))
+    conf = unit_ratio_config
+    conf.set_override("interval", 120, group="balancer")
+    result = _run(conf, _steady((0, 300, 4, 1024, 90.0)))
     spent = result["wall_seconds_by_event"]
     assert tuple(spent) == runner.EVENT_NAMES
-    # One arrival (a decision), ten report rounds, one end, ten samples.
-    for name in ("arrivals", "reports", "ends", "samples", "slots"):
-        assert spent[name] > 0.0, name
-    assert sum(spent.values()) <= result["wall_seconds"]
+    assert all(calls.values()), calls
+    for power, name in enumerate(handlers):
+        assert spent[name] == calls[name] * 2.0 ** power, name
+    assert result["wall_seconds"] == sum(spent.values())
 
 
 def test_requests_between_two_reports_count_as_a_herd(unit_ratio_config):
