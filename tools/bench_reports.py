@@ -59,8 +59,8 @@ from scheduler.host_cache.manager import HostManager
 from scheduler.simulation import fleet as fleet_mod
 from scheduler.simulation import runner
 
-PHASES = 12
-REPORT_INTERVAL = 60.0
+PHASES = runner.MAX_PHASES
+REPORT_INTERVAL = runner.Settings.report_interval
 #: Simulated seconds between a phase's writes and the refresh reading
 #: them, so that the rows are stamped before the cache's watermark moves.
 AFTER_WRITES = 1e-6
