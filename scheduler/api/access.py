@@ -17,6 +17,24 @@ from scheduler.db import permissions as permission_store
 ALL_CLUSTERS = permission_store.ALL_CLUSTERS
 #: Set by the noauth strategy: every caller is an admin.
 NOAUTH_KEY = "scheduler.noauth"
+#: Where the authentication middleware leaves the verified Identity. Not
+#: an ``HTTP_`` key: no header a client sends can set it.
+IDENTITY_KEY = "scheduler.identity"
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """Who authentication verified the caller to be: the only identity
+    access decisions read. ``roles`` and ``system_all`` come from a
+    validated Keystone token (empty with http_basic, whose roles are the
+    database's permissions alone); ``domain_id`` and ``domain_name`` are
+    the Keystone user's domain (None with http_basic)."""
+
+    user: str
+    domain_id: str | None = None
+    domain_name: str | None = None
+    roles: frozenset[str] = frozenset()
+    system_all: bool = False
 
 
 def enforcer(conf: cfg.ConfigOpts) -> policy.Enforcer:
@@ -40,24 +58,22 @@ class Access:
            enf: policy.Enforcer) -> "Access":
         if environ.get(NOAUTH_KEY):
             return cls("noauth", {"admin"}, {ALL_CLUSTERS}, enf)
-        user = environ.get("HTTP_X_USER_NAME") or environ.get("HTTP_X_USER")
+        identity = environ.get(IDENTITY_KEY)
+        if not isinstance(identity, Identity):
+            return cls(None, set(), set(), enf)
         roles: set[str] = set()
         clusters: set[str] = set()
-        if user is None:
-            return cls(None, roles, clusters, enf)
-        keystone_roles = {r.strip() for r in
-                          environ.get("HTTP_X_ROLES", "").split(",")}
-        # keystonemiddleware's OpenStack-System-Scope header.
-        if "admin" in keystone_roles and environ.get(
-                "HTTP_OPENSTACK_SYSTEM_SCOPE") == "all":
+        # Keystone's admin counts only on a system-scoped token: a
+        # project's admin is not the deployment's.
+        if "admin" in identity.roles and identity.system_all:
             roles.add("admin")
-        if keystone_roles & {"reader", "member"}:
+        if identity.roles & {"reader", "member"}:
             roles.add("reader")
-        for row in permission_store.of_user(session, user):
+        for row in permission_store.of_user(session, identity.user):
             roles.add(row.role)
             if row.role == "cluster_admin":
                 clusters.add(row.cluster)
-        return cls(user, roles, clusters, enf)
+        return cls(identity.user, roles, clusters, enf)
 
     def manages(self, clusters: Iterable[str]) -> bool:
         """cluster_admin of every one of ``clusters``."""

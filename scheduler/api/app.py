@@ -53,4 +53,5 @@ def make_app(conf: cfg.ConfigOpts):
     # As an application (no wrapped app) it answers every request it
     # gets, which the dispatch limits to /healthcheck.
     health = healthcheck.Healthcheck(None, {})
-    return _Dispatch(health, routes, auth.wrap(routes, conf))
+    return auth.StripIdentityHeaders(
+        _Dispatch(health, routes, auth.wrap(routes, conf)))

@@ -1,9 +1,17 @@
 """Authentication strategies ([api] auth_strategy): http_basic,
-keystone and noauth, each wrapping the router as WSGI middleware."""
+keystone and noauth, each wrapping the router as WSGI middleware.
+
+Whatever the strategy, the identity headers that authentication owns
+(X-Roles, X-User-*, OpenStack-System-Scope, ...) are removed from every
+request first: access decisions read only the verified
+``access.Identity`` the strategy leaves in the environment.
+"""
 
 import hashlib
+import logging
 import os
 import threading
+from collections.abc import Mapping
 
 import webob
 import webob.dec
@@ -15,19 +23,79 @@ from scheduler import exception
 from scheduler.api import access
 from scheduler.api import errors
 from scheduler.conf import api as api_conf
+from scheduler.request.messages import short
 
+LOG = logging.getLogger(__name__)
 _CHALLENGE = {"WWW-Authenticate": 'Basic realm="scheduler-api"'}
 
+#: WSGI keys of the headers identity middleware sets (keystonemiddleware
+#: and others in front of an OpenStack API): a client sending them must
+#: not be believed, whether or not this strategy reads them.
+_OWNED_PREFIXES = (
+    "HTTP_X_ROLE", "HTTP_X_USER", "HTTP_X_PROJECT", "HTTP_X_TENANT",
+    "HTTP_X_DOMAIN", "HTTP_X_DEFAULT_DOMAIN", "HTTP_X_IDENTITY_STATUS",
+    "HTTP_X_SERVICE_", "HTTP_X_IS_ADMIN_PROJECT", "HTTP_X_SYSTEM_SCOPE",
+    "HTTP_OPENSTACK_SYSTEM_SCOPE", "HTTP_X_TRUST", "HTTP_X_APP_CRED",
+    "HTTP_X_REMOTE_", "HTTP_REMOTE_USER", "HTTP_X_AUTH_USER")
+#: Credentials, not claims: the Keystone strategy validates them.
+_CREDENTIAL_KEYS = frozenset({"HTTP_X_SERVICE_TOKEN"})
+#: Longest user name of an htpasswd file (Apache's limit); longer ones
+#: are refused before anything is looked up or logged.
+MAX_USER_NAME = 255
 
-class CachedBasicAuth(basic_auth.BasicAuthMiddleware):
+
+def owned_identity_keys(environ: dict) -> list[str]:
+    """The environment keys of identity headers the client sent."""
+    return [key for key in environ
+            if key.startswith(_OWNED_PREFIXES)
+            and key not in _CREDENTIAL_KEYS]
+
+
+class StripIdentityHeaders:
+    """Removes the identity headers authentication owns from every
+    request before any strategy runs, and logs that a client sent them
+    (the header names only, abridged: the values are the attacker's)."""
+
+    def __init__(self, application):
+        self.application = application
+
+    def __call__(self, environ, start_response):
+        sent = owned_identity_keys(environ)
+        for key in sent:
+            del environ[key]
+        if sent:
+            LOG.warning("%s %s: ignored identity headers the client sent: "
+                        "%s", environ.get("REQUEST_METHOD"),
+                        short(environ.get("PATH_INFO", "")),
+                        short(", ".join(sorted(sent))))
+        return self.application(environ, start_response)
+
+
+class _AbridgeNames(logging.Filter):
+    """oslo.middleware logs the user name of each failed Basic login at
+    INFO; the name is the client's, of any length: log it abridged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(short(a) if isinstance(a, str) else a
+                                for a in record.args)
+        return True
+
+
+logging.getLogger(basic_auth.__name__).addFilter(_AbridgeNames())
+
+
+class CachedBasicAuth:
     """oslo.middleware's htpasswd/bcrypt check, remembering credentials
     it verified while the file is unchanged: bcrypt costs tens of
     milliseconds by design, which every request would otherwise pay.
     Only a digest of the password is kept."""
 
-    def __init__(self, application, conf=None):
-        super().__init__(application, conf)
-        self._verified: dict[bytes, tuple[float, dict]] = {}
+    def __init__(self, application, auth_file: str):
+        basic_auth.validate_auth_file(auth_file)
+        self.application = application
+        self.auth_file = auth_file
+        self._verified: dict[bytes, tuple[float, Mapping]] = {}
         self._lock = threading.Lock()
 
     def format_exception(self, e: Exception) -> webob.Response:
@@ -42,6 +110,8 @@ class CachedBasicAuth(basic_auth.BasicAuthMiddleware):
         try:
             token = basic_auth.parse_header(req.environ)
             username, password = basic_auth.parse_token(token)
+            if len(username) > MAX_USER_NAME:
+                raise ValueError("user name too long")
             key = hashlib.sha256(username.encode() + b"\0" + password
                                  ).digest()
             mtime = os.stat(self.auth_file).st_mtime
@@ -53,9 +123,10 @@ class CachedBasicAuth(basic_auth.BasicAuthMiddleware):
                 with self._lock:
                     if len(self._verified) > 10000:
                         self._verified.clear()
-                    self._verified[key] = (mtime, dict(entry))
-                cached = (mtime, dict(entry))
-            req.environ.update(cached[1])
+                    self._verified[key] = (mtime, entry)
+                cached = (mtime, entry)
+            req.environ[access.IDENTITY_KEY] = access.Identity(
+                cached[1]["HTTP_X_USER_NAME"])
         except Exception as e:  # every failure is a 401 (400: file)
             return self.format_exception(e)
         return req.get_response(self.application)
@@ -72,8 +143,31 @@ class NoAuth:
         return self.application(environ, start_response)
 
 
+#: keystonemiddleware's environment key of the validated token's plugin.
+TOKEN_AUTH_KEY = "keystone.token_auth"
+
+
+class KeystoneIdentity:
+    """Behind keystonemiddleware's auth_token: the identity of the
+    validated user token (``keystone.token_auth``, an object no header
+    can forge), its roles and whether it is scoped to the whole system."""
+
+    def __init__(self, application):
+        self.application = application
+
+    def __call__(self, environ, start_response):
+        plugin = environ.get(TOKEN_AUTH_KEY)
+        if plugin is not None and plugin.has_user_token:
+            user = plugin.user
+            environ[access.IDENTITY_KEY] = access.Identity(
+                user.username, user.user_domain_id, user.user_domain_name,
+                frozenset(user.role_names), bool(user.system_scoped))
+        return self.application(environ, start_response)
+
+
 def _keystone(application, conf: cfg.ConfigOpts):
-    return auth_token.AuthProtocol(application, {"oslo_config_config": conf})
+    return auth_token.AuthProtocol(KeystoneIdentity(application),
+                                   {"oslo_config_config": conf})
 
 
 def wrap(application, conf: cfg.ConfigOpts):
@@ -87,7 +181,7 @@ def wrap(application, conf: cfg.ConfigOpts):
         return _keystone(application, conf)
     path = conf.oslo_middleware.http_basic_auth_user_file
     try:
-        return CachedBasicAuth(application)
+        return CachedBasicAuth(application, path)
     except Exception as e:  # oslo.middleware's ConfigInvalid and others
         raise exception.ConfigError(
             "oslo_middleware", "http_basic_auth_user_file", path,

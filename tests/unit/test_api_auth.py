@@ -1,0 +1,148 @@
+"""scheduler-api's authentication in-process (http_basic, SQLite): the
+identity headers a client sends are removed before authentication, so
+that roles come only from the database's permissions."""
+
+import base64
+import logging
+
+import bcrypt
+import pytest
+import webob
+from sqlalchemy.orm import Session
+
+from scheduler.api import access
+from scheduler.api import app as api_app
+from scheduler.api import auth
+from scheduler.conf import api as api_conf
+from scheduler.db import api as db_api
+from scheduler.db import permissions
+
+PASSWORD = "pw"
+USERS = ("rdr", "nobody", "root")
+
+#: Each identity header an auth layer sets, with the value that would
+#: make its sender an admin if it were believed.
+SPOOFED = [
+    ("X-Roles", "admin,reader,member"),
+    ("X-Role", "admin"),
+    ("X_Roles", "admin"),
+    ("X-User-Name", "root"),
+    ("X-User", "root"),
+    ("X-User-Id", "root"),
+    ("X-User-Domain-Name", "Default"),
+    ("X-Project-Name", "admin"),
+    ("X-Project-Id", "admin"),
+    ("X-Tenant", "admin"),
+    ("X-Domain-Name", "Default"),
+    ("X-Default-Domain-Id", "default"),
+    ("OpenStack-System-Scope", "all"),
+    ("X-System-Scope", "all"),
+    ("X-Identity-Status", "Confirmed"),
+    ("X-Service-Roles", "admin"),
+    ("X-Service-Identity-Status", "Confirmed"),
+    ("X-Is-Admin-Project", "True"),
+    ("X-Remote-User", "root"),
+]
+ALL_SPOOFED = dict(SPOOFED)
+
+
+@pytest.fixture
+def app(scheduler_config, tmp_path):
+    digest = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
+    htpasswd = tmp_path / "htpasswd"
+    htpasswd.write_text("".join(f"{user}:{digest}\n" for user in USERS))
+    api_conf.register_library_opts(scheduler_config)
+    scheduler_config.set_override("http_basic_auth_user_file", str(htpasswd),
+                                  group="oslo_middleware")
+    with Session(db_api.get_engine(scheduler_config)) as session, \
+            session.begin():
+        permissions.add(session, "rdr", "reader")
+        permissions.add(session, "root", "admin")
+    return api_app.make_app(scheduler_config)
+
+
+def call(app, method: str, path: str, user: str | None,
+         headers: dict | None = None, data: bytes | None = None):
+    sent = dict(headers or {})
+    if user is not None:
+        token = base64.b64encode(f"{user}:{PASSWORD}".encode()).decode()
+        sent["Authorization"] = f"Basic {token}"
+    request = webob.Request.blank(path, method=method, headers=sent)
+    if data is not None:
+        request.content_type = "application/json"
+        request.body = data
+    return request.get_response(app)
+
+
+def granted(app) -> list[dict]:
+    return call(app, "GET", "/v1/permissions", "root").json["permissions"]
+
+
+@pytest.mark.parametrize("user, read_status", [
+    ("rdr", 403), ("nobody", 403), (None, 401)])
+@pytest.mark.parametrize("header, value",
+                         [*SPOOFED, ("(all at once)", None)])
+def test_spoofed_identity_headers_change_nothing(app, user, read_status,
+                                                 header, value):
+    headers = ALL_SPOOFED if value is None else {header: value}
+    before = granted(app)
+    assert call(app, "GET", "/v1/permissions", user,
+                headers).status_int == read_status
+    grant = b'{"user": "rdr", "role": "admin"}'
+    assert call(app, "POST", "/v1/permissions", user, headers,
+                grant).status_int == read_status
+    assert call(app, "PUT", "/v1/clusters/c1", user, headers,
+                b'{"scheduling_policy": null}').status_int == read_status
+    assert granted(app) == before
+
+
+@pytest.mark.parametrize("header, value", SPOOFED)
+def test_spoofed_headers_do_not_make_a_stranger_a_reader(app, header,
+                                                         value):
+    assert call(app, "GET", "/v1/clusters", "nobody",
+                {header: value}).status_int == 403
+    assert call(app, "GET", "/v1/clusters", "rdr",
+                {header: value}).status_int == 200
+
+
+def test_the_strip_is_logged_without_the_values(app, caplog):
+    caplog.set_level(logging.WARNING, logger=auth.__name__)
+    call(app, "GET", "/v1/clusters", "rdr", {"X-Roles": "admin" * 1000})
+    [record] = [r for r in caplog.records if r.name == auth.__name__]
+    assert "HTTP_X_ROLES" in record.getMessage()
+    assert "admin" not in record.getMessage()
+
+
+def test_credentials_are_kept():
+    environ = {"HTTP_X_AUTH_TOKEN": "t", "HTTP_X_SERVICE_TOKEN": "s",
+               "HTTP_X_ROLES": "admin", "HTTP_X_SERVICE_ROLES": "admin"}
+    assert sorted(auth.owned_identity_keys(environ)) == [
+        "HTTP_X_ROLES", "HTTP_X_SERVICE_ROLES"]
+
+
+def test_a_verified_identity_is_what_access_reads(app, scheduler_config):
+    with Session(db_api.get_engine(scheduler_config)) as session:
+        enforcer = access.enforcer(scheduler_config)
+        system_admin = access.Access.of({access.IDENTITY_KEY: access.Identity(
+            "carol", roles=frozenset({"admin"}), system_all=True)},
+            session, enforcer)
+        project_admin = access.Access.of({
+            access.IDENTITY_KEY: access.Identity(
+                "carol", roles=frozenset({"admin"}))}, session, enforcer)
+        header_admin = access.Access.of({
+            "HTTP_X_USER_NAME": "root", "HTTP_X_ROLES": "admin",
+            "HTTP_OPENSTACK_SYSTEM_SCOPE": "all"}, session, enforcer)
+    assert system_admin.roles == {"admin"}
+    assert project_admin.roles == set()
+    assert header_admin.user is None and header_admin.roles == set()
+
+
+def test_an_overlong_user_name_is_refused_unlogged(app, caplog):
+    caplog.set_level(logging.INFO)
+    name = "x" * 1_000_000
+    token = base64.b64encode(f"{name}:pw".encode()).decode()
+    request = webob.Request.blank("/v1/clusters", headers={
+        "Authorization": f"Basic {token}"})
+    assert request.get_response(app).status_int == 401
+    assert max((len(r.getMessage()) for r in caplog.records),
+               default=0) < 1000
