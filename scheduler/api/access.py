@@ -69,7 +69,10 @@ class Access:
             roles.add("admin")
         if identity.roles & {"reader", "member"}:
             roles.add("reader")
-        for row in permission_store.of_user(session, identity.user):
+        domains = permission_store.domains_of(identity.domain_id,
+                                              identity.domain_name)
+        for row in permission_store.of_user(session, identity.user,
+                                            domains):
             roles.add(row.role)
             if row.role == "cluster_admin":
                 clusters.add(row.cluster)

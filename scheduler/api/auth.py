@@ -15,13 +15,13 @@ from collections.abc import Mapping
 
 import webob
 import webob.dec
-from keystonemiddleware import auth_token
 from oslo_config import cfg
 from oslo_middleware import basic_auth
 
 from scheduler import exception
 from scheduler.api import access
 from scheduler.api import errors
+from scheduler.api import keystone
 from scheduler.conf import api as api_conf
 from scheduler.request.messages import short
 
@@ -143,33 +143,6 @@ class NoAuth:
         return self.application(environ, start_response)
 
 
-#: keystonemiddleware's environment key of the validated token's plugin.
-TOKEN_AUTH_KEY = "keystone.token_auth"
-
-
-class KeystoneIdentity:
-    """Behind keystonemiddleware's auth_token: the identity of the
-    validated user token (``keystone.token_auth``, an object no header
-    can forge), its roles and whether it is scoped to the whole system."""
-
-    def __init__(self, application):
-        self.application = application
-
-    def __call__(self, environ, start_response):
-        plugin = environ.get(TOKEN_AUTH_KEY)
-        if plugin is not None and plugin.has_user_token:
-            user = plugin.user
-            environ[access.IDENTITY_KEY] = access.Identity(
-                user.username, user.user_domain_id, user.user_domain_name,
-                frozenset(user.role_names), bool(user.system_scoped))
-        return self.application(environ, start_response)
-
-
-def _keystone(application, conf: cfg.ConfigOpts):
-    return auth_token.AuthProtocol(KeystoneIdentity(application),
-                                   {"oslo_config_config": conf})
-
-
 def wrap(application, conf: cfg.ConfigOpts):
     """``application`` behind the configured strategy; ConfigError for an
     unusable one (missing htpasswd file, noauth off loopback)."""
@@ -178,7 +151,7 @@ def wrap(application, conf: cfg.ConfigOpts):
     if strategy == api_conf.NOAUTH:
         return NoAuth(application)
     if strategy == api_conf.KEYSTONE:
-        return _keystone(application, conf)
+        return keystone.protect(application, conf)
     path = conf.oslo_middleware.http_basic_auth_user_file
     try:
         return CachedBasicAuth(application, path)

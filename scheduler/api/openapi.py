@@ -78,6 +78,9 @@ SCHEMAS = {
     "Permission": {"type": "object", "properties": {
         "id": {"type": "string", "readOnly": True},
         "user": {"type": "string"},
+        "domain": {"type": "string", "nullable": True, "maxLength": 64,
+                   "description": "the user's Keystone domain (id or "
+                   "name); null: an htpasswd user or the default domain"},
         "role": {"type": "string",
                  "enum": ["admin", "cluster_admin", "reader"]},
         "cluster": {"type": "string", "default": "*"}},

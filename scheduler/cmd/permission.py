@@ -11,7 +11,7 @@ from scheduler.cmd import output
 from scheduler.db import api as db_api
 from scheduler.db import permissions as store
 
-COLUMNS = ("id", "user", "role", "cluster")
+COLUMNS = ("id", "user", "domain", "role", "cluster")
 
 
 def _session(conf: cfg.ConfigOpts) -> Session:
@@ -23,7 +23,8 @@ def permission_add(conf: cfg.ConfigOpts) -> int:
     cluster = args.cluster or store.ALL_CLUSTERS
     try:
         with _session(conf) as session, session.begin():
-            row = store.add(session, args.user, args.role, cluster)
+            row = store.add(session, args.user, args.role, cluster,
+                            args.domain)
             shown = store.as_dict(row)
     except store.InvalidPermission as e:
         print(f"scheduler-manage: error: --{e.field}: {e.problem}",
@@ -72,6 +73,9 @@ def add_parser(subparsers) -> None:
         "on every cluster, *). Prints the permission's id.")
     add.add_argument("--user", required=True, help="user name, as "
                      "authenticated (htpasswd or Keystone)")
+    add.add_argument("--domain", help="the user's Keystone domain, id or "
+                     "name (default: none: an htpasswd user, or a Keystone "
+                     "user of the 'default' domain)")
     add.add_argument("--role", required=True, choices=store.ROLES)
     add.add_argument("--cluster", help="cluster name (default: *, all; "
                      "admin is always *)")

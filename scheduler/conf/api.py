@@ -76,6 +76,22 @@ def validate(conf: cfg.ConfigOpts) -> None:
             "::1): every caller is an admin")
 
 
+#: keystonemiddleware's token cache, in seconds: a revoked token keeps
+#: working this long at most (its default, 300, is five minutes). -1
+#: validates every request with Keystone.
+TOKEN_CACHE_SECONDS = 30
+_KEYSTONE_DEFAULTS = {"token_cache_time": TOKEN_CACHE_SECONDS}
+
+
+def set_keystone_sample_defaults() -> None:
+    """``oslo.config.opts.defaults`` hook: the sample config shows this
+    project's [keystone_authtoken] defaults."""
+    from keystonemiddleware.auth_token import _opts
+
+    # list_opts() hands out deep copies of these, after this hook runs.
+    cfg.set_defaults(_opts._OPTS, **_KEYSTONE_DEFAULTS)
+
+
 #: oslo.config.opts namespaces of the libraries scheduler-api configures
 #: ([oslo_middleware], [oslo_policy], [keystone_authtoken]).
 LIBRARY_NAMESPACES = ("oslo.middleware.basic_auth", "oslo.policy",
@@ -98,6 +114,8 @@ def register_library_opts(conf: cfg.ConfigOpts,
         if entry_point.name in LIBRARY_NAMESPACES:
             for group, opts in entry_point.load()():
                 conf.register_opts(opts, group=group)
+    for name, value in _KEYSTONE_DEFAULTS.items():
+        conf.set_default(name, value, group="keystone_authtoken")
     if auth_plugin:
         from keystoneauth1 import loading
         optional = []

@@ -260,16 +260,21 @@ class DisabledPolicyUnit(Base):
 
 
 class Permission(Base):
-    """A role of a user, on one cluster or on every one (``*``)."""
+    """A role of a user, on one cluster or on every one (``*``).
+    ``user_domain``: the Keystone domain (id or name) of the user; empty
+    for an htpasswd user or a Keystone user of the ``default`` domain."""
 
     __tablename__ = "permissions"
     __table_args__ = (
-        UniqueConstraint("user_name", "role", "cluster",
-                         name="uniq_permissions0user_name0role0cluster"),
+        UniqueConstraint(
+            "user_name", "user_domain", "role", "cluster",
+            name="uniq_permissions0user_name0user_domain0role0cluster"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     user_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    user_domain: Mapped[str] = mapped_column(String(64), nullable=False,
+                                             default="")
     role: Mapped[str] = mapped_column(String(32), nullable=False)
     cluster: Mapped[str] = mapped_column(String(255), nullable=False)
     created_at: Mapped[datetime.datetime] = mapped_column(

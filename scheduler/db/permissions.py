@@ -2,6 +2,7 @@
 by the REST API and ``scheduler-manage permission``."""
 
 import uuid
+from collections.abc import Collection
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -22,43 +23,83 @@ class InvalidPermission(ValueError):
         self.problem = problem
 
 
-def check(user: object, role: object, cluster: object) -> None:
-    if not isinstance(user, str) or not user.strip() or len(user) > 255:
-        raise InvalidPermission("user", "expected a non-empty string of at "
-                               "most 255 characters")
+#: The Keystone domain every grant without a domain is for.
+DEFAULT_DOMAIN_ID = "default"
+NO_DOMAIN = ""
+_MAX_DOMAIN = 64
+
+
+def _name(field: str, value: object, max_length: int, expected: str) -> None:
+    """A name every database stores as sent: no NUL, no lone surrogate
+    (not UTF-8), no control character (they hide in listings)."""
+    if (not isinstance(value, str) or not value.strip()
+            or len(value) > max_length
+            or any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF
+                   or ord(c) == 127 for c in value)):
+        raise InvalidPermission(field, expected)
+
+
+def check(user: object, role: object, cluster: object,
+          domain: object = NO_DOMAIN) -> None:
+    _name("user", user, 255, "expected a non-empty string of at most 255 "
+          "printable characters")
     if role not in ROLES:
         raise InvalidPermission("role", f"expected one of {', '.join(ROLES)}")
-    if not isinstance(cluster, str) or not cluster.strip() or len(
-            cluster) > 255:
-        raise InvalidPermission("cluster", "expected a cluster name or *")
+    _name("cluster", cluster, 255, "expected a cluster name of at most 255 "
+          "printable characters, or *")
+    if domain != NO_DOMAIN:
+        _name("domain", domain, _MAX_DOMAIN, "expected a Keystone domain "
+              f"id or name of at most {_MAX_DOMAIN} printable characters, "
+              "or null")
     if role == "admin" and cluster != ALL_CLUSTERS:
         raise InvalidPermission("cluster", "admin is system-wide: expected *")
 
 
-def of_user(session: Session, user: str) -> Sequence[models.Permission]:
+def of_user(session: Session, user: str,
+            domains: Collection[str] = (NO_DOMAIN,)
+            ) -> Sequence[models.Permission]:
+    """The grants of ``user`` of one of ``domains`` (see
+    ``domains_of``)."""
     return session.scalars(sa.select(models.Permission).where(
-        models.Permission.user_name == user)).all()
+        models.Permission.user_name == user,
+        models.Permission.user_domain.in_(list(domains)))).all()
+
+
+def domains_of(domain_id: str | None, domain_name: str | None) -> set[str]:
+    """The ``user_domain`` values that name a user's domain: its id and
+    its name for a Keystone user (and no domain for the ``default``
+    one); no domain for an htpasswd user."""
+    if domain_id is None and domain_name is None:
+        return {NO_DOMAIN}
+    domains = {d for d in (domain_id, domain_name) if d}
+    if domain_id == DEFAULT_DOMAIN_ID:
+        domains.add(NO_DOMAIN)
+    return domains
 
 
 def list_all(session: Session) -> Sequence[models.Permission]:
     return session.scalars(sa.select(models.Permission).order_by(
-        models.Permission.user_name, models.Permission.role,
-        models.Permission.cluster)).all()
+        models.Permission.user_name, models.Permission.user_domain,
+        models.Permission.role, models.Permission.cluster)).all()
 
 
 def add(session: Session, user: str, role: str,
-        cluster: str = ALL_CLUSTERS) -> models.Permission:
+        cluster: str = ALL_CLUSTERS,
+        domain: str | None = None) -> models.Permission:
     """Grant; raises InvalidPermission for bad values and LookupError with
-    the existing id for a duplicate."""
-    check(user, role, cluster)
+    the existing id for a duplicate. ``domain`` None: no domain."""
+    domain = NO_DOMAIN if domain is None else domain
+    check(user, role, cluster, domain)
     existing = session.scalars(sa.select(models.Permission).where(
         models.Permission.user_name == user,
+        models.Permission.user_domain == domain,
         models.Permission.role == role,
         models.Permission.cluster == cluster)).first()
     if existing is not None:
         raise LookupError(existing.id)
-    row = models.Permission(id=str(uuid.uuid4()), user_name=user, role=role,
-                            cluster=cluster, created_at=models.utcnow())
+    row = models.Permission(id=str(uuid.uuid4()), user_name=user,
+                            user_domain=domain, role=role, cluster=cluster,
+                            created_at=models.utcnow())
     session.add(row)
     session.flush()
     return row
@@ -71,5 +112,6 @@ def remove(session: Session, permission_id: str) -> bool:
 
 
 def as_dict(row: models.Permission) -> dict:
-    return {"id": row.id, "user": row.user_name, "role": row.role,
+    return {"id": row.id, "user": row.user_name,
+            "domain": row.user_domain or None, "role": row.role,
             "cluster": row.cluster}

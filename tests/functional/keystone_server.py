@@ -143,20 +143,39 @@ class Keystone:
         """System-scoped: Keystone's admin of the whole deployment."""
         return self.token("admin", ADMIN_PASSWORD, {"system": {"all": True}})
 
-    def project_member(self, name: str, password: str) -> str:
-        """A new user with the member role on a new project; its token."""
+    def domain(self, name: str) -> str:
+        """A new Keystone domain; its id."""
+        _, domain = self.request("POST", "/domains", {"domain": {
+            "name": name}}, self.admin_token())
+        return domain["domain"]["id"]
+
+    def project_member(self, name: str, password: str, role: str = "member",
+                       domain_id: str = "default") -> str:
+        """A new user of ``domain_id`` with ``role`` on a new project of
+        that domain; its project-scoped token."""
         admin = self.admin_token()
+        project_name = f"{name}-{domain_id}-project"
         _, project = self.request("POST", "/projects", {"project": {
-            "name": f"{name}-project", "domain_id": "default"}}, admin)
+            "name": project_name, "domain_id": domain_id}}, admin)
         _, user = self.request("POST", "/users", {"user": {
-            "name": name, "password": password, "domain_id": "default"}},
+            "name": name, "password": password, "domain_id": domain_id}},
             admin)
-        _, roles = self.request("GET", "/roles?name=member", token=admin)
-        role = roles["roles"][0]["id"]
+        _, roles = self.request("GET", f"/roles?name={role}", token=admin)
+        role_id = roles["roles"][0]["id"]
         self.request("PUT", f"/projects/{project['project']['id']}/users/"
-                     f"{user['user']['id']}/roles/{role}", token=admin)
-        return self.token(name, password, {"project": {
-            "name": f"{name}-project", "domain": {"id": "default"}}})
+                     f"{user['user']['id']}/roles/{role_id}", token=admin)
+        headers, _ = self.request("POST", "/auth/tokens", {"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "id": user["user"]["id"], "password": password}}},
+            "scope": {"project": {"id": project["project"]["id"]}}}})
+        return headers["X-Subject-Token"]
+
+    def revoke(self, token: str) -> None:
+        request = urllib.request.Request(
+            self.url + "/auth/tokens", method="DELETE",
+            headers={"X-Auth-Token": self.admin_token(),
+                     "X-Subject-Token": token})
+        urllib.request.urlopen(request, timeout=30).read()
 
 
 def authtoken_section(keystone: Keystone) -> dict:

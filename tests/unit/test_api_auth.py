@@ -3,6 +3,7 @@ identity headers a client sends are removed before authentication, so
 that roles come only from the database's permissions."""
 
 import base64
+import json
 import logging
 
 import bcrypt
@@ -146,3 +147,59 @@ def test_an_overlong_user_name_is_refused_unlogged(app, caplog):
     assert request.get_response(app).status_int == 401
     assert max((len(r.getMessage()) for r in caplog.records),
                default=0) < 1000
+
+
+def keystone_access(scheduler_config, user: str, domain_id: str,
+                    domain_name: str) -> access.Access:
+    with Session(db_api.get_engine(scheduler_config)) as session:
+        return access.Access.of({access.IDENTITY_KEY: access.Identity(
+            user, domain_id, domain_name)}, session,
+            access.enforcer(scheduler_config))
+
+
+def test_grants_match_the_users_domain(app, scheduler_config):
+    with Session(db_api.get_engine(scheduler_config)) as session, \
+            session.begin():
+        permissions.add(session, "carol", "cluster_admin", "c1")
+        permissions.add(session, "carol", "cluster_admin", "c2",
+                        domain="Sales")
+        permissions.add(session, "carol", "cluster_admin", "c3",
+                        domain="d-ops")
+    default = keystone_access(scheduler_config, "carol", "default",
+                              "Default")
+    sales = keystone_access(scheduler_config, "carol", "d-sales", "Sales")
+    ops = keystone_access(scheduler_config, "carol", "d-ops", "Ops")
+    assert default.clusters == {"c1"}
+    assert sales.clusters == {"c2"}
+    assert ops.clusters == {"c3"}
+    # An htpasswd user of that name has the grants without a domain.
+    assert permissions.domains_of(None, None) == {""}
+
+
+@pytest.mark.parametrize("field, grant", [
+    ("user", {"user": "a\ud800b", "role": "reader"}),
+    ("user", {"user": "a\x00b", "role": "reader"}),
+    ("user", {"user": "a\nb", "role": "reader"}),
+    ("cluster", {"user": "u", "role": "reader", "cluster": "c\ud800"}),
+    ("cluster", {"user": "u", "role": "reader", "cluster": "c\x00"}),
+    ("domain", {"user": "u", "role": "reader", "domain": "d\x00"}),
+    ("domain", {"user": "u", "role": "reader", "domain": "d" * 65}),
+    ("domain", {"user": "u", "role": "reader", "domain": 7}),
+])
+def test_names_every_database_stores(app, field, grant):
+    before = granted(app)
+    response = call(app, "POST", "/v1/permissions", "root",
+                    data=json.dumps(grant).encode())
+    assert response.status_int == 400
+    assert response.json["error"]["message"].startswith(field)
+    assert granted(app) == before
+
+
+def test_a_grant_is_logged_with_who_made_it(app, caplog):
+    caplog.set_level(logging.INFO, logger="scheduler.api.permissions")
+    added = call(app, "POST", "/v1/permissions", "root",
+                 data=b'{"user": "u", "role": "reader", "domain": "Ops"}')
+    assert added.status_int == 201
+    assert added.json["domain"] == "Ops"
+    [record] = caplog.records
+    assert record.getMessage().startswith("'root' granted permission")
