@@ -6,7 +6,9 @@ Such a request is scheduled (rejecting it would break flavors that work
 in Nova), but the constraint the operator meant is not applied. Explain
 output shows each warning once; the log gets each distinct warning once
 per process, not once per request or host, so that a popular flavor
-does not flood it.
+does not flood it, and at most ``PER_REQUEST`` lines per request plus
+one counting the others, so that one request with 1,000 keys does not
+either.
 """
 
 import threading
@@ -25,6 +27,8 @@ LOG = logging.getLogger(__name__)
 
 # Bounded: flavors are few, but the keys of a request are user input.
 _LOGGED_LIMIT = 1024
+#: Warning lines one request may write, besides the count of the rest.
+PER_REQUEST = 3
 _logged: set[str] = set()
 _lock = threading.Lock()
 
@@ -42,16 +46,23 @@ def collect(spec: RequestSpec, conf: cfg.ConfigOpts,
             spec.flavor.extra_specs, known)]
     for host_filter in filters:
         warnings.extend(plugin_guard.hook(host_filter, "warnings", spec))
-    for warning in warnings:
-        _log_once(warning)
+    _log_new(warnings)
     return warnings
 
 
-def _log_once(warning: str) -> None:
+def _log_new(warnings: list[str]) -> None:
+    """Log the warnings not logged before, at most ``PER_REQUEST`` of
+    them, then one line counting the rest: the keys are the client's,
+    and a request with 1,000 unscoped keys must not write 1,000 lines."""
     with _lock:
-        if warning in _logged:
-            return
-        if len(_logged) >= _LOGGED_LIMIT:
+        new = [w for w in dict.fromkeys(warnings) if w not in _logged]
+        if len(_logged) + len(new) > _LOGGED_LIMIT:
             _logged.clear()
-        _logged.add(warning)
-    LOG.warning("%s", warning)
+        # The rest too: the next request with the same keys logs nothing.
+        _logged.update(new[:_LOGGED_LIMIT])
+    for warning in new[:PER_REQUEST]:
+        LOG.warning("%s", warning)
+    if len(new) > PER_REQUEST:
+        LOG.warning("%d more warning(s) about this request's extra specs "
+                    "not logged; 'scheduler-manage explain' lists them all",
+                    len(new) - PER_REQUEST)

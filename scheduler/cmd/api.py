@@ -13,7 +13,9 @@ from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler.api import app as api_app
 from scheduler.api import auth
+from scheduler.cmd import api_checks
 from scheduler.cmd import common
+from scheduler.cmd import unknown_options
 from scheduler.conf import api as api_conf
 from scheduler.db import schema
 
@@ -37,8 +39,16 @@ def build(argv: Sequence[str]):
     configuration errors exit 2 with one line."""
     api_conf.register_library_opts(CONF)
     common.parse(PROG, CONF, argv, "scheduler", DESCRIPTION)
-    common.validate(PROG, CONF, validators=[_validate_auth])
+    # The same rules as scheduler-service: every value (the libraries'
+    # too) read now, a malformed one exits 2 with one line.
+    common.validate(PROG, CONF, validators=[
+        _validate_auth, api_checks.validate_policy_file])
     logging.setup(CONF, "scheduler")
+    if CONF.api.auth_strategy != api_conf.KEYSTONE:
+        # Keystone's password plugin options, as optional: a file shared
+        # with a keystone deployment is not reported as misspelt.
+        api_conf.register_library_opts(CONF, auth_plugin=True)
+    unknown_options.warn_unknown_options(CONF)
     _check_schema(CONF)
     try:
         return api_app.make_app(CONF)
@@ -50,6 +60,7 @@ def _validate_auth(conf) -> None:
     api_conf.validate(conf)
     if conf.api.auth_strategy == api_conf.HTTP_BASIC:
         auth.wrap(lambda environ, start: [], conf)
+    api_checks.load_keystone_auth(conf)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

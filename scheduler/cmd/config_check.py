@@ -25,6 +25,7 @@ from scheduler import exception
 from scheduler import filters
 from scheduler import suggest
 from scheduler import weights
+from scheduler.cmd import api_checks
 from scheduler.cmd import common
 from scheduler.cmd import service
 from scheduler.cmd import unknown_options as unknown
@@ -134,6 +135,8 @@ CHECKS: tuple[Check, ...] = (
     migration_policies_file,
     weight_setting_check.weigher_problems,
     _raising(api_conf.validate),
+    _raising(api_checks.validate_keystone_auth),
+    _raising(api_checks.validate_policy_file),
 )
 
 

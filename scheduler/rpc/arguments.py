@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from scheduler import exception
 from scheduler import observability
+from scheduler.request import messages
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -45,7 +46,9 @@ def problem(method: str, parameters: list[inspect.Parameter],
     unknown = sorted(given - set(names))
     if unknown:
         return exception.InvalidRequest(
-            f"{method}: unknown argument {unknown[0]!r} (expected "
+            # The name is the client's: abbreviated, whatever its size.
+            f"{method}: unknown argument {messages.short(unknown[0])} "
+            f"(expected "
             f"{', '.join(names) or 'none'})")
     missing = [p.name for p in parameters
                if p.default is inspect.Parameter.empty

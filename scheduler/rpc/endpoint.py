@@ -12,6 +12,7 @@ an arbitrary class to API nodes.
 The process that serves it is ``scheduler.rpc.server``.
 """
 
+import re
 import reprlib
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from scheduler import exception
 from scheduler import observability
 from scheduler import request_values
 from scheduler import rpc
+from scheduler.request import messages
 from scheduler.rpc import arguments
 
 # The logger of the module this came from: log lines and logging
@@ -90,10 +92,22 @@ def check_bool(value: object, name: str) -> bool:
     return value
 
 
+#: What request ids look like (oslo.context's ``req-<uuid>``, Nova's,
+#: a tracing id): shown as they are.
+_PLAIN_ID = re.compile(r"[A-Za-z0-9._:@/+-]{1,80}")
+
+
 def request_id(ctxt: object) -> str:
-    """The caller's request id, for log lines and error messages."""
+    """The caller's request id, for log lines and error messages.
+
+    Sent by the client: anything else than a plain id of at most 80
+    characters is shown abbreviated and quoted, so that a 100 KB id or
+    one with a newline cannot flood or forge log lines."""
     if isinstance(ctxt, dict) and ctxt.get("request_id"):
-        return str(ctxt["request_id"])
+        value = ctxt["request_id"]
+        if isinstance(value, str) and _PLAIN_ID.fullmatch(value):
+            return value
+        return messages.short(value)
     return "-"
 
 

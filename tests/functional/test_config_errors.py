@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from tests.functional import api_server
+
 GOOD_POLICY = {
     "id": "patient", "name": "Patient", "description": "Waits longer.",
     "maxMigrations": 1, "autoConvergence": True,
@@ -153,3 +155,62 @@ def test_good_policies_start(write_config, run_console_script, tmp_path,
     result = run_console_script("scheduler-manage", "db", "sync",
                                 config_file=config)
     assert result.returncode == 0, result.stderr
+
+
+# scheduler-api checks its configuration as strictly as scheduler-service
+# (issue: an unknown auth_type ended in a traceback, a missing policy file
+# or a malformed rule went unnoticed until requests were denied).
+@pytest.mark.parametrize("sections, policy, expected", [
+    ({"api": {"auth_strategy": "keystone"},
+      "keystone_authtoken": {"auth_type": "passwrd"}}, None,
+     "scheduler-api: error: invalid value 'passwrd' for "
+     "[keystone_authtoken] auth_type: expected the name of an installed "
+     "keystoneauth1 plugin: "),
+    ({"api": {"auth_strategy": "keystone"},
+      "keystone_authtoken": {"auth_type": "password",
+                             "username": "scheduler"}}, None,
+     "scheduler-api: error: invalid value None for [keystone_authtoken] "
+     "auth_url: required by auth_type password"),
+    ({"oslo_policy": {"enforce_new_defaults": "sure"}}, None,
+     "scheduler-api: error: invalid value 'sure' for [oslo_policy] "
+     "enforce_new_defaults: Unexpected boolean value 'sure'"),
+    ({"oslo_policy": {"policy_file": "/nonexistent/policy.yaml"}}, None,
+     "scheduler-api: error: invalid value '/nonexistent/policy.yaml' for "
+     "[oslo_policy] policy_file: no such file; remove the option to use "
+     "the rules in code"),
+    ({}, '"scheduler:read": "role:admin or"\n',
+     "policy_file: rule 'scheduler:read': 'role:admin or' cannot be "
+     "parsed (Failed to understand rule role:admin or); oslo.policy would "
+     "deny every request it guards"),
+])
+def test_scheduler_api_refuses_bad_library_options(
+        write_config, run_console_script, tmp_path, sqlite_url, sections,
+        policy, expected):
+    sections = {"database": {"connection": sqlite_url},
+                "api": {"auth_strategy": "noauth"}, **sections}
+    if policy is not None:
+        path = tmp_path / "policy.yaml"
+        path.write_text(policy)
+        sections["oslo_policy"] = {"policy_file": path}
+    result = run_console_script("scheduler-api",
+                                config_file=write_config(sections))
+    assert result.returncode == 2, result
+    line = _one_line(result)
+    assert line.startswith("scheduler-api: error: ")
+    assert expected in line
+
+
+def test_scheduler_api_warns_about_misspelt_options(
+        write_config, start_console_script, tmp_path, sqlite_url):
+    api_server.sync(sqlite_url)
+    api = api_server.start(
+        tmp_path, write_config, start_console_script, sqlite_url,
+        strategy="noauth", extra={"api": {"auth_stratgy": "keystone"},
+                                  # Read by no oslo.policy of today.
+                                  "oslo_policy": {"enforce_scope": "sure"}})
+    assert api.process.stop() == 0
+    stderr = api.process.stderr
+    assert ("Unknown option auth_stratgy in [api] of "
+            f"{tmp_path / 'api.conf'}, ignored; did you mean "
+            "'auth_strategy'?") in stderr, stderr
+    assert "Unknown option enforce_scope in [oslo_policy]" in stderr

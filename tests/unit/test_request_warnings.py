@@ -78,6 +78,25 @@ def test_explain_warns_once_per_key_and_logs_once(conf, caplog):  # noqa: F811
         "only when it names a host attribute, as in Nova")
 
 
+def test_a_request_with_1000_unscoped_keys_logs_a_few_lines(
+        conf, caplog):  # noqa: F811
+    request_warnings._logged.clear()
+    sched = scheduler(conf, enabled_filters=[
+        "ComputeFilter", "ComputeCapabilitiesFilter"])
+    request = spec(extra_specs={f"key{i}": "1" for i in range(1000)})
+    with caplog.at_level(logging.WARNING, "scheduler.request_warnings"):
+        decision = sched.explain(request, [host("a")])
+        sched.select(request, [host("a")])
+    # Explain lists them all, the log a few and a count of the rest,
+    # once: the next request with the same keys logs nothing.
+    assert len(decision.warnings) == 1000
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged[:-1] == decision.warnings[:request_warnings.PER_REQUEST]
+    assert logged[-1] == (
+        "997 more warning(s) about this request's extra specs not logged; "
+        "'scheduler-manage explain' lists them all")
+
+
 def test_explain_without_typos_has_no_warnings(conf):  # noqa: F811
     decision = scheduler(conf).explain(
         spec(extra_specs={"resources:cpu.percent": "max",

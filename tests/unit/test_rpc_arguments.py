@@ -105,3 +105,29 @@ def test_problem_names_the_first_unknown_then_the_first_missing():
     assert str(arguments.problem("m", parameters, {"b"})) == (
         "m: missing argument 'a'")
     assert arguments.problem("m", parameters, {"a"}) is None
+
+
+def test_a_huge_request_id_and_argument_name_are_not_logged_verbatim(
+        client, caplog):
+    # Both are the client's: a 100 KB value must not reach the log whole.
+    caplog.set_level(logging.DEBUG)
+    huge = "x" * 100_000
+    with pytest.raises(exception.InvalidRequest) as raised:
+        client.call({"request_id": huge}, "release", **{huge: 1})
+    assert len(str(raised.value)) < 1000
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged
+    assert all(huge not in line and len(line) < 1000 for line in logged)
+    assert any("'xxxxx" in line and "...xxx" in line for line in logged)
+
+
+@pytest.mark.parametrize("sent, shown", [
+    ("req-0b5f9d6e-7c1a-4a6e-9a59-2f1e0f8b2d11",
+     "req-0b5f9d6e-7c1a-4a6e-9a59-2f1e0f8b2d11"),
+    ("a\nforged line", "'a\\nforged line'"),
+    (["req-1"] * 100, "['req-1', 'req-1', 'req-1', 'req-1', 'req-1', ...]"),
+    (None, "-"),
+])
+def test_request_id_is_shown_plain_only_when_plain(sent, shown):
+    from scheduler.rpc import endpoint
+    assert endpoint.request_id({"request_id": sent}) == shown
