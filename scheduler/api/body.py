@@ -5,6 +5,7 @@ path, e.g. ``weights[1].factor: expected an integer, got "2"``.
 """
 
 import json
+import re
 from collections.abc import Mapping
 from collections.abc import Sequence
 
@@ -14,6 +15,11 @@ from scheduler.api import errors
 
 #: DESIGN §12: larger bodies get 413 before they are read in full.
 MAX_BODY = 1024 * 1024
+#: Deeper bodies get 400 before json.loads, which would recurse once
+#: per level (RecursionError); the API's own bodies nest 3 levels.
+MAX_DEPTH = 32
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
 _TYPE_NAMES = {str: "a string", int: "an integer", dict: "an object",
                list: "a list", bool: "a boolean"}
 
@@ -29,9 +35,10 @@ def read_json(request: webob.Request) -> dict:
     if length is not None and length > MAX_BODY:
         raise errors.ApiError(413, f"request body: {length} bytes, the "
                               f"limit is {MAX_BODY}")
-    raw = request.body_file.read(MAX_BODY + 1)
-    if len(raw) > MAX_BODY:
-        raise errors.ApiError(413, f"request body: over {MAX_BODY} bytes")
+    raw = _read(request)
+    if _too_deep(raw):
+        raise errors.bad_request("request body", "JSON nested deeper "
+                                 f"than {MAX_DEPTH} levels")
     try:
         value = json.loads(raw.decode("utf-8"),
                            parse_constant=_refuse_constant)
@@ -41,6 +48,29 @@ def read_json(request: webob.Request) -> dict:
     if not isinstance(value, dict):
         raise errors.bad_request("request body", "expected a JSON object")
     return value
+
+
+def _read(request: webob.Request) -> bytes:
+    try:
+        raw = request.body_file.read(MAX_BODY + 1)
+    except Exception as e:
+        # Whatever the server's wsgi.input raises (a malformed chunked
+        # encoding, a client gone mid-body) is the request's fault.
+        raise errors.bad_request("request body", "could not be read: "
+                                 f"{type(e).__name__}: {e}") from None
+    if len(raw) > MAX_BODY:
+        raise errors.ApiError(413, f"request body: over {MAX_BODY} bytes")
+    return raw
+
+
+def _too_deep(raw: bytes) -> bool:
+    """More than MAX_DEPTH brackets open at once, outside strings."""
+    depth = 0
+    for bracket in _BRACKET.finditer(_STRING.sub(b'""', raw)):
+        depth += 1 if bracket.group() in b"[{" else -1
+        if depth > MAX_DEPTH:
+            return True
+    return False
 
 
 def _refuse_constant(name: str) -> None:

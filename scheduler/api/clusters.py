@@ -22,6 +22,9 @@ from scheduler.migration import policies as migration_policies
 
 FIELDS = ("name", "scheduling_policy", "properties", "migration", "version")
 BANDWIDTH_METHODS = ("auto", "hypervisor_default", "custom")
+#: 10 Tbit/s: beyond any host link, and within the 32-bit Integer
+#: column (bandwidth_custom) of every database.
+MAX_BANDWIDTH_MBPS = 10_000_000
 
 
 def _names(ctx: Context) -> list[str]:
@@ -154,6 +157,10 @@ def _migration(ctx: Context, row: models.ClusterSetting,
         if method == "custom" and (custom is None or custom < 1):
             raise errors.bad_request("migration.bandwidth.custom_value",
                                      "custom needs a value in Mbps >= 1")
+        if custom is not None and custom > MAX_BANDWIDTH_MBPS:
+            raise errors.bad_request(
+                "migration.bandwidth.custom_value",
+                f"expected at most {MAX_BANDWIDTH_MBPS} Mbps (10 Tbit/s)")
         row.bandwidth_method = method
         row.bandwidth_custom = custom if method == "custom" else None
 

@@ -3,6 +3,8 @@ from one table of operations so that it lists every route."""
 
 import functools
 
+from scheduler.api import body
+from scheduler.api import clusters
 from scheduler.api import policy_body
 from scheduler.api import rules
 
@@ -72,7 +74,11 @@ SCHEMAS = {
             "bandwidth": {"type": "object", "properties": {
                 "assignment_method": {"type": "string", "enum": [
                     "auto", "hypervisor_default", "custom"]},
-                "custom_value": {"type": "integer", "nullable": True}}}}},
+                "custom_value": {
+                    "type": "integer", "nullable": True, "minimum": 1,
+                    "maximum": clusters.MAX_BANDWIDTH_MBPS,
+                    "description": "Mbps, for custom; at most "
+                    f"{clusters.MAX_BANDWIDTH_MBPS} (10 Tbit/s)"}}}}},
         "version": {"type": "integer", "readOnly": True}}},
     "MigrationPolicy": {"type": "object"},
     "Permission": {"type": "object", "properties": {
@@ -151,6 +157,8 @@ def _operation(path: str, summary: str, rule: str | None,
     if request:
         operation["requestBody"] = {"required": True,
                                     "content": _schema(request)}
+        # Any other Content-Type: a browser could send it cross-site.
+        operation["responses"]["415"] = _ERROR
     params = [part[1:-1] for part in path.split("/")
               if part.startswith("{")]
     if params:
@@ -172,7 +180,10 @@ def document() -> dict:
                  "version": "1.0",
                  "description": "oVirt's scheduling policies API with "
                  "permissions. Read-only fields of a "
-                 f"policy: {', '.join(policy_body.READ_ONLY)}."},
+                 f"policy: {', '.join(policy_body.READ_ONLY)}. Request "
+                 "bodies are JSON with Content-Type: application/json "
+                 "(else 415), nested at most "
+                 f"{body.MAX_DEPTH} levels."},
         "components": {"schemas": SCHEMAS, "securitySchemes": {
             "basic": {"type": "http", "scheme": "basic"},
             "keystone": {"type": "apiKey", "in": "header",

@@ -84,7 +84,8 @@ def create_policy(ctx: Context) -> Reply:
     data = body.read_json(ctx.request)
     start = None
     if "based_on" in data:
-        base_id = body.typed("based_on", data["based_on"], str)
+        # text(): a NUL or lone surrogate would fail the database query.
+        base_id = body.text("based_on", data["based_on"])
         try:
             base = _one(ctx, base_id)
         except errors.ApiError:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import routes
 import webob
+import webob.dec
 from oslo_config import cfg
 from oslo_policy import policy
 from sqlalchemy import exc as sa_exc
@@ -19,6 +20,7 @@ from sqlalchemy.orm import sessionmaker
 
 from scheduler.api import access
 from scheduler.api import errors
+from scheduler.api import request_checks
 from scheduler.db import api as db_api
 
 LOG = logging.getLogger(__name__)
@@ -81,18 +83,24 @@ class Router:
                                    f"resource first: {db_api.one_line(e)}")
         except sa_exc.SQLAlchemyError as e:
             LOG.error("%s %s failed on a database error: %s",
-                      request.method, request.path, db_api.one_line(e))
+                      request.method, request_checks.loggable_path(request),
+                      db_api.one_line(e))
             return errors.response(503, "the database failed: "
                                    f"{db_api.one_line(e)}")
         except Exception:
-            LOG.exception("%s %s failed", request.method, request.path)
+            LOG.exception("%s %s failed", request.method,
+                          request_checks.loggable_path(request))
             return errors.response(500, "internal error; see the "
                                    "scheduler-api log")
 
     def _dispatch(self, request: webob.Request) -> webob.Response:
-        match = self.mapper.match(request.path_info.rstrip("/") or "/")
+        # Not request.path_info: webob raises on bytes that are not UTF-8;
+        # check_parameters refuses them naming the parameter.
+        path = request_checks.raw_path(request.environ)
+        match = self.mapper.match(path.rstrip("/") or "/")
         if match is None:
-            raise errors.ApiError(404, f"no resource {request.path_info}")
+            raise errors.ApiError(404, "no resource "
+                                  f"{request_checks.shown(path)}")
         methods = self.handlers[match.pop("route_path")]
         handler = methods.get(request.method)
         if handler is None:
@@ -101,6 +109,9 @@ class Router:
                                   {"Allow": ", ".join(methods)})
         match.pop("controller", None)
         match.pop("action", None)
+        request_checks.check_parameters(match)
+        # Before the transaction: a refused body changes nothing.
+        request_checks.check_content_type(request)
         serialise = (request.method not in ("GET", "HEAD")
                      and self.sessions().kw["bind"].dialect.name == "sqlite")
         with (self._write_lock if serialise else contextlib.nullcontext()), \

@@ -20,7 +20,10 @@ def app(scheduler_config):
 
 def call(app, method: str, path: str, data=None, raw: bytes | None = None,
          headers: dict | None = None) -> webob.Response:
-    request = webob.Request.blank(path, method=method, headers=headers or {})
+    sent = dict(headers or {})
+    if raw is not None or data is not None:
+        sent.setdefault("Content-Type", "application/json")
+    request = webob.Request.blank(path, method=method, headers=sent)
     if raw is not None or data is not None:
         request.body = raw if raw is not None else json.dumps(data).encode()
     return request.get_response(app)
@@ -99,7 +102,8 @@ def test_permission_refusals(app):
 
 
 def test_size_limit_is_checked_before_reading(app):
-    request = webob.Request.blank("/v1/schedulingpolicies", method="POST")
+    request = webob.Request.blank("/v1/schedulingpolicies", method="POST",
+                                  content_type="application/json")
     request.body = b"{}"
     request.content_length = body.MAX_BODY + 1
     assert request.get_response(app).status_int == 413
