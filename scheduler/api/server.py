@@ -19,6 +19,7 @@ import http
 import json
 import resource
 import signal
+import socket
 import time
 
 from oslo_config import cfg
@@ -38,6 +39,14 @@ IDENT = "scheduler-api"
 CHECK_INTERVAL = 1
 #: Open files besides the connections: database, logs, libraries.
 SPARE_FILES = 100
+#: When the server closes a connection the client may still be sending
+#: on (an oversize body refused after its headers, a timeout), it first
+#: reads and drops what comes for this long and at most this much: a
+#: connection closed with data unread is reset, and a reset can reach the
+#: client before the answer it was sent.
+LINGER_SECONDS = 3
+LINGER_BYTES = 4 * body.MAX_BODY
+LINGER_READ = 65536
 REQUEST_TIMEOUT_ANSWER = (
     b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
     b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s")
@@ -74,9 +83,38 @@ class JsonErrorTask(task.ErrorTask):
         self.write(content)
 
 
+def _normalised(name: str) -> str:
+    # waitress's spelling of a header name (build_response_header).
+    return "-".join(part.capitalize() for part in name.split("-"))
+
+
+def respell(head: bytes, names: dict[str, str]) -> bytes:
+    """The response head ``head`` with header names spelled as in
+    ``names`` (waitress's spelling -> the application's)."""
+    lines = head.split(b"\r\n")
+    for number, line in enumerate(lines[1:], 1):
+        name, colon, value = line.partition(b": ")
+        spelled = names.get(name.decode("latin-1"))
+        if colon and spelled is not None:
+            lines[number] = spelled.encode("latin-1") + colon + value
+    return b"\r\n".join(lines)
+
+
+class SpellingTask(task.WSGITask):
+    """waitress's WSGI task, keeping the application's spelling of header
+    names (``ETag``, ``X-OpenStack-Request-ID``) where waitress would
+    write ``Etag``: clients reading them case-sensitively, wrongly but
+    commonly, see what other servers send them."""
+
+    def build_response_header(self) -> bytes:
+        names = {_normalised(name): name for name, _ in self.response_headers}
+        return respell(super().build_response_header(), names)
+
+
 class DeadlineChannel(channel.HTTPChannel):
     """A connection whose request in progress can be timed out."""
 
+    task_class = SpellingTask
     parser_class = TimedRequestParser
     error_task_class = JsonErrorTask
 
@@ -108,6 +146,46 @@ class DeadlineChannel(channel.HTTPChannel):
         self.request = None
         self.close_when_flushed = True
 
+    linger_until: float | None = None
+    lingered = 0
+
+    def handle_close(self) -> None:
+        """Close; if the server is the one closing, stop sending, then
+        linger (LINGER_SECONDS) until the client closes too."""
+        if self.linger_until is not None or not self.connected:
+            super().handle_close()
+            return
+        try:
+            self.socket.shutdown(socket.SHUT_WR)
+        except OSError:
+            super().handle_close()
+            return
+        self.linger_until = time.monotonic() + LINGER_SECONDS
+
+    def lingered_out(self, now: float) -> bool:
+        """Whether lingering is over (``now`` from time.monotonic())."""
+        return self.linger_until is not None and now > self.linger_until
+
+    def readable(self) -> bool:
+        return self.linger_until is not None or super().readable()
+
+    def writable(self) -> bool:
+        return self.linger_until is None and super().writable()
+
+    def handle_read(self) -> None:
+        if self.linger_until is None:
+            super().handle_read()
+            return
+        try:
+            dropped = len(self.socket.recv(LINGER_READ))
+        except BlockingIOError:
+            return
+        except OSError:
+            dropped = 0
+        self.lingered += dropped
+        if not dropped or self.lingered > LINGER_BYTES:
+            super().handle_close()
+
 
 class DeadlineServer(server.TcpWSGIServer):
     """waitress's TCP server, cutting requests that arrive too slowly."""
@@ -126,6 +204,9 @@ class DeadlineServer(server.TcpWSGIServer):
         clock = time.monotonic()
         late = [c for c in self.active_channels.values()
                 if c.overdue(clock, self.request_timeout)]
+        for done in [c for c in self.active_channels.values()
+                     if c.lingered_out(clock)]:
+            channel.HTTPChannel.handle_close(done)
         for late_channel in late:
             LOG.info("Request from %s not received in %d s: answered 408",
                      late_channel.addr[0] if late_channel.addr else "?",

@@ -163,3 +163,29 @@ def test_the_open_files_limit_is_raised_to_fit_the_connections(
                         lambda which, limits: set_to.append(limits))
     api_server.raise_file_limit(connections)
     assert set_to == ([] if expected is None else [expected])
+
+
+def test_a_closing_connection_drops_what_the_client_still_sends(
+        server, connection):
+    channel, client = connection
+    channel.received(b"POST / HTTP/1.1\r\nContent-Length: 9999999999\r\n\r\n")
+    channel.service()
+    head, content = _answer(channel, client)
+    assert head.startswith(b"HTTP/1.1 413 ") and content["error"]["code"]
+    assert channel.linger_until is not None and channel.readable()
+    assert not channel.writable() and client.recv(1) == b""
+    client.sendall(b"x" * 1000)
+    channel.handle_read()
+    assert channel.lingered == 1000 and channel in server._map.values()
+    client.shutdown(socket.SHUT_WR)
+    channel.handle_read()
+    assert channel not in server._map.values()
+
+
+def test_lingering_ends_at_its_deadline(server, connection):
+    channel, _ = connection
+    channel.handle_close()
+    assert channel in server._map.values()
+    channel.linger_until -= api_server.LINGER_SECONDS + 1
+    server.maintenance(0)
+    assert channel not in server._map.values()
