@@ -189,3 +189,13 @@ def test_lingering_ends_at_its_deadline(server, connection):
     channel.linger_until -= api_server.LINGER_SECONDS + 1
     server.maintenance(0)
     assert channel not in server._map.values()
+
+
+def test_header_names_keep_the_application_spelling():
+    head = (b"HTTP/1.1 200 OK\r\nEtag: \"1\"\r\nX-Openstack-Request-Id: a: b"
+            b"\r\nServer: scheduler-api\r\n\r\n")
+    names = {"Etag": "ETag",
+             "X-Openstack-Request-Id": "X-OpenStack-Request-ID"}
+    assert api_server.respell(head, names) == (
+        b"HTTP/1.1 200 OK\r\nETag: \"1\"\r\nX-OpenStack-Request-ID: a: b"
+        b"\r\nServer: scheduler-api\r\n\r\n")
