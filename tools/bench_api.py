@@ -2,7 +2,7 @@
 """Benchmark of scheduler-api: p50/p99 of ``GET /v1/schedulingpolicies``
 and of a policy ``PUT`` with N stored policies, T client threads.
 
-Starts a real ``scheduler-api`` process (cheroot) on a fresh database
+Starts a real ``scheduler-api`` process (waitress) on a fresh database
 (SQLite by default, ``--db-url`` for another), creates the policies
 through the API, then times each case from T threads, each over a
 keep-alive connection of its own. ``--auth http_basic`` measures with

@@ -1,18 +1,16 @@
 """``scheduler-api``: the scheduling policies REST API (DESIGN §12),
-served by cheroot when run directly."""
+served by waitress (scheduler.api.server) when run directly."""
 
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 
-from cheroot import wsgi
 from oslo_log import log as logging
 
 from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler.api import app as api_app
 from scheduler.api import auth
+from scheduler.api import server as api_server
 from scheduler.cmd import api_checks
 from scheduler.cmd import common
 from scheduler.cmd import unknown_options
@@ -65,31 +63,16 @@ def _validate_auth(conf) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     application = build(sys.argv[1:] if argv is None else argv)
-    server = wsgi.Server((CONF.api.host, CONF.api.port), application,
-                         numthreads=CONF.api.threads,
-                         server_name="scheduler-api")
-
-    def stop(signum, _frame) -> None:
-        # From another thread: stop() joins cheroot's workers (giving
-        # requests in progress its shutdown_timeout), and serve() in the
-        # main thread returns once the server is no longer ready.
-        LOG.info("Signal %d: stopping", signum)
-        threading.Thread(target=server.stop, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     try:
-        server.prepare()
+        listening = api_server.make_server(application, CONF)
     except OSError as e:
         print(f"{PROG}: error: cannot listen on {CONF.api.host}:"
               f"{CONF.api.port}: {e.strerror or e}", file=sys.stderr)
         return 1
-    LOG.info("scheduler-api listening on http://%s:%d (auth_strategy %s)",
-             CONF.api.host, server.bind_addr[1], CONF.api.auth_strategy)
-    try:
-        server.serve()
-    finally:
-        server.stop()
+    LOG.info("scheduler-api listening on http://%s:%s (auth_strategy %s)",
+             CONF.api.host, listening.effective_port,
+             CONF.api.auth_strategy)
+    api_server.serve(listening)
     return 0
 
 

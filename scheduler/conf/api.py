@@ -55,7 +55,45 @@ api_opts = [
         "threads",
         default=16,
         min=1,
-        help="Worker threads of the HTTP server when run directly.",
+        help="Worker threads of the HTTP server when run directly. "
+        "They run the application only: requests are read whole before "
+        "one is handed to a thread, so slow clients hold none.",
+    ),
+    cfg.IntOpt(
+        "request_timeout",
+        default=10,
+        min=1,
+        help="Seconds a client has, from the first byte of a request, to "
+        "send its headers and body when scheduler-api is run directly. "
+        "A client still sending then is answered 408 and disconnected, "
+        "so that clients sending a byte now and then cannot keep "
+        "connections open.",
+    ),
+    cfg.IntOpt(
+        "idle_timeout",
+        default=30,
+        min=1,
+        help="Seconds a connection may stay open with nothing sent or "
+        "received (before its first request, between keep-alive "
+        "requests, or with the client not reading its answer) when "
+        "scheduler-api is run directly.",
+    ),
+    cfg.IntOpt(
+        "max_header_size",
+        default=16384,
+        min=1024,
+        help="Largest request line and headers, in bytes, scheduler-api "
+        "reads when run directly; larger ones are answered 431 without "
+        "reaching the application.",
+    ),
+    cfg.IntOpt(
+        "connection_limit",
+        default=1000,
+        min=1,
+        help="Open connections at most when scheduler-api is run "
+        "directly; past it, new connections wait in the listen backlog "
+        "until others close. The limit on open files is raised to fit "
+        "it where the hard limit allows.",
     ),
 ]
 
