@@ -29,6 +29,7 @@ from waitress import channel
 from waitress import parser
 from waitress import server
 from waitress import task
+from waitress import utilities
 
 from scheduler.api import body
 
@@ -69,13 +70,24 @@ class TimedRequestParser(parser.HTTPRequestParser):
         self.started = time.monotonic()
 
 
+def refused_part(request: parser.HTTPRequestParser) -> str:
+    """What part of ``request`` waitress refused, named as the API's
+    errors name a field."""
+    if isinstance(request.error, utilities.RequestEntityTooLarge):
+        return "request body"
+    if isinstance(request.error, utilities.RequestHeaderFieldsTooLarge):
+        return "request headers"
+    return "request body" if request.headers_finished else "request"
+
+
 class JsonErrorTask(task.ErrorTask):
     """waitress's answer to a request it cannot parse or refuses (431,
     413, 400), with the API's JSON error body instead of plain text."""
 
     def execute(self) -> None:
         error = self.request.error
-        content = error_json(error.code, error.body)
+        content = error_json(error.code, f"{refused_part(self.request)}: "
+                             f"{error.body}")
         self.status = f"{error.code} {error.reason}"
         self.response_headers.append(("Content-Type", "application/json"))
         self.set_close_on_finish()
