@@ -1,7 +1,8 @@
 """scheduler-api against slow and malformed clients, as a real process
 on loopback: idle and dribbling sockets neither stall /healthcheck nor
 authenticated requests, a dribbler is cut at [api] request_timeout,
-oversize headers get 431 unserved, a malformed chunked body gets 400."""
+oversize headers get 431 unserved, a malformed chunked body gets 400;
+on SQLite, PostgreSQL and MariaDB."""
 
 import base64
 import contextlib
@@ -46,11 +47,11 @@ def _authorization() -> str:
 
 
 @pytest.fixture
-def api(tmp_path, write_config, start_console_script, sqlite_url):
-    api_server.sync(sqlite_url)
-    api_server.grant_matrix_permissions(sqlite_url)
+def api(tmp_path, write_config, start_console_script, db_url):
+    api_server.sync(db_url)
+    api_server.grant_matrix_permissions(db_url)
     return api_server.start(
-        tmp_path, write_config, start_console_script, sqlite_url,
+        tmp_path, write_config, start_console_script, db_url,
         extra={"api": {"request_timeout": REQUEST_TIMEOUT,
                        "idle_timeout": 60}})
 
