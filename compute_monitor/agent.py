@@ -25,7 +25,7 @@ from stevedore import named
 
 from compute_monitor import base
 from scheduler import exception
-from scheduler import suggest
+from scheduler.common import suggest
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import node_sql

@@ -38,7 +38,7 @@ This module is the façade: step 1 is ``scheduler.request.validation``,
 step 2 ``scheduler.placement.lock``, steps 3-5
 ``scheduler.placement.rounds`` over the ``Placer`` (which the balance
 planner claims through too) and the retry ``scheduler.placement.pending``;
-the counters are ``scheduler.counters.ManagerStats``.
+the counters are ``scheduler.placement.stats.ManagerStats``.
 """
 
 import functools
@@ -46,14 +46,11 @@ import uuid
 
 from oslo_config import cfg
 
-from scheduler import cluster_policy
 from scheduler import exception
-from scheduler import filter_scheduler
-from scheduler import observability
 from scheduler.balancer.planner import BalancePlanner
-from scheduler.counters import ManagerStats
+from scheduler.common import observability
 from scheduler.db import api as db_api
-from scheduler.live_policies import LivePolicies
+from scheduler.engine import filter_scheduler
 from scheduler.placement import lock
 from scheduler.placement.errors import LockHoldTimeout
 from scheduler.placement.errors import database_errors
@@ -61,11 +58,14 @@ from scheduler.placement.pending import PENDING_POLL_INTERVAL
 from scheduler.placement.pending import retry_while_pending
 from scheduler.placement.placer import Placer
 from scheduler.placement.rounds import RequestPlacement
+from scheduler.placement.stats import ManagerStats
+from scheduler.policies import cluster as cluster_policy
+from scheduler.policies.live import LivePolicies
 from scheduler.request.schema import request_spec_schema
+from scheduler.request.spec import RequestSpec
 from scheduler.request.validation import _checkers
 from scheduler.request.validation import check_instance_uuid
 from scheduler.request.validation import validate_request
-from scheduler.request_spec import RequestSpec
 
 # Names that moved out of this module and that callers still import from
 # it (tests, tools, the simulator).

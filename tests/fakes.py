@@ -26,11 +26,11 @@ from collections.abc import Iterator
 
 import sqlalchemy as sa
 
-from scheduler import filter_scheduler
 from scheduler import manager
 from scheduler.db import models
-from scheduler.host_state import HostState
-from scheduler.host_state import Metric
+from scheduler.engine import filter_scheduler
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import Metric
 
 
 def make_host(name: str = "node-1", metrics: dict[str, float] | None = None,

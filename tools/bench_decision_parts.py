@@ -55,14 +55,14 @@ except ImportError:  # python -m tools.bench_decision_parts
     from tools import bench_engine
     from tools import bench_postgres
 
-from scheduler import filter_scheduler
-from scheduler import live_policies
 from scheduler import manager as manager_mod
-from scheduler import request_spec
 from scheduler.claims import store
 from scheduler.db import api as db_api
 from scheduler.db import schema
-from scheduler.host_cache import manager as host_cache
+from scheduler.engine import filter_scheduler
+from scheduler.hosts.cache import manager as host_cache
+from scheduler.policies import live as live_policies
+from scheduler.request import spec as request_spec
 
 
 class PartClock:

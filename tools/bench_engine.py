@@ -35,11 +35,11 @@ import sqlalchemy as sa
 from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
-from scheduler import filter_scheduler
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import schema
-from scheduler.request_spec import RequestSpec
+from scheduler.engine import filter_scheduler
+from scheduler.request.spec import RequestSpec
 
 DEFAULT_SIZES = (100, 1000, 10000)
 METRIC_NAMES = (

@@ -24,8 +24,8 @@ import tempfile
 
 import numpy as np
 
-from scheduler import gc_tuning
 from scheduler.cmd import simulate
+from scheduler.common import gc_tuning
 from scheduler.simulation import fleet
 from scheduler.simulation import runner
 from scheduler.simulation import trace

@@ -48,14 +48,14 @@ try:
 except ImportError:  # python -m tools.bench_reports
     from tools import bench_claims
 
-from scheduler import clock
-from scheduler import gc_tuning
 from scheduler.cmd import simulate
+from scheduler.common import clock
+from scheduler.common import gc_tuning
 from scheduler.db import api as db_api
 from scheduler.db import schema
 from scheduler.db.host_queries import NodeRow
-from scheduler.host_cache import decode
-from scheduler.host_cache.manager import HostManager
+from scheduler.hosts.cache import decode
+from scheduler.hosts.cache.manager import HostManager
 from scheduler.simulation import fleet as fleet_mod
 from scheduler.simulation import runner
 

@@ -112,7 +112,7 @@ except ImportError:  # python -m tools.bench_service
 
 from scheduler import conf as scheduler_conf
 from scheduler import rpc
-from scheduler import text_table
+from scheduler.common import text_table
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.db import models

@@ -4,9 +4,7 @@ configuration file; fields a PUT leaves out keep their value."""
 
 import json
 
-from scheduler import cluster_policy
 from scheduler import exception
-from scheduler import policy_units
 from scheduler.api import access
 from scheduler.api import body
 from scheduler.api import errors
@@ -18,7 +16,9 @@ from scheduler.api.router import Reply
 from scheduler.api.router import Router
 from scheduler.db import api_sql
 from scheduler.db import models
-from scheduler.migration import policies as migration_policies
+from scheduler.policies import cluster as cluster_policy
+from scheduler.policies import units as policy_units
+from scheduler.policies.migration import policies as migration_policies
 
 FIELDS = ("name", "scheduling_policy", "properties", "migration", "version")
 BANDWIDTH_METHODS = ("auto", "hypervisor_default", "custom")

@@ -4,7 +4,6 @@ import json
 
 from oslo_config import cfg
 
-from scheduler import policy_units
 from scheduler.api import access
 from scheduler.api import body
 from scheduler.api import errors
@@ -17,6 +16,7 @@ from scheduler.api.router import Router
 from scheduler.db import api_sql
 from scheduler.db import models
 from scheduler.db import policy_sql
+from scheduler.policies import units as policy_units
 
 SUB_TYPES = {"filters": policy_units.FILTER, "weights": policy_units.WEIGHT,
              "balances": policy_units.BALANCE}

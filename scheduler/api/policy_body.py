@@ -8,11 +8,11 @@ from collections.abc import Mapping
 
 from oslo_config import cfg
 
-from scheduler import cluster_policy
 from scheduler import exception
-from scheduler import policy_units
 from scheduler.api import body
 from scheduler.api import errors
+from scheduler.policies import cluster as cluster_policy
+from scheduler.policies import units as policy_units
 
 FIELDS = ("id", "name", "description", "normalization", "properties",
           "filters", "weights", "balance", "locked", "clusters", "version",

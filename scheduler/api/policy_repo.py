@@ -3,7 +3,7 @@
 Stored policies are rows; config-file policies (the built-ins and
 ``[policy:NAME]``) are built from the configuration and shown locked.
 Every write bumps the policy generation in the same transaction, which
-is how running workers learn of it (``scheduler.live_policies``). The
+is how running workers learn of it (``scheduler.policies.live``). The
 statements are in ``scheduler.db.api_sql``.
 """
 
@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from oslo_config import cfg
 from sqlalchemy.orm import Session
 
-from scheduler import cluster_policy
 from scheduler import exception
-from scheduler import policy_units
 from scheduler.api import errors
 from scheduler.api import policy_body
 from scheduler.db import api_sql
 from scheduler.db import models
+from scheduler.policies import cluster as cluster_policy
+from scheduler.policies import units as policy_units
 
 
 def etag(version: int | str) -> str:

@@ -1,7 +1,6 @@
 """/v1/schedulingpolicyunits: every installed filter, weigher and
 balancer; DELETE disables a third-party one."""
 
-from scheduler import policy_units
 from scheduler.api import errors
 from scheduler.api import policy_repo as repo
 from scheduler.api import rules
@@ -10,6 +9,7 @@ from scheduler.api.router import Reply
 from scheduler.api.router import Router
 from scheduler.db import api_sql
 from scheduler.db import models
+from scheduler.policies import units as policy_units
 
 
 def _show(unit: policy_units.PolicyUnit, disabled: set[str]) -> dict:

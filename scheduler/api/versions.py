@@ -9,7 +9,7 @@ from scheduler.api import rules
 from scheduler.api.router import Context
 from scheduler.api.router import Reply
 from scheduler.api.router import Router
-from scheduler.migration import policies as migration_policies
+from scheduler.policies.migration import policies as migration_policies
 
 VERSION = {"id": "v1", "status": "CURRENT",
            "links": [{"rel": "self", "href": "/v1"}]}

@@ -23,9 +23,9 @@ from stevedore import driver
 from stevedore import exception as stevedore_exception
 
 from scheduler import exception
-from scheduler import host_state as hm
-from scheduler import instance_metrics
 from scheduler.balancer import history as history_mod
+from scheduler.hosts import instance_metrics
+from scheduler.hosts import state as hm
 
 NAMESPACE = "scheduler.balancers"
 

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from oslo_config import cfg
 
-from scheduler import host_state as hm
 from scheduler.db import api as db_api
 from scheduler.db import sample_sql
+from scheduler.hosts import state as hm
 
 CPU_PERCENT = "cpu.percent"
 

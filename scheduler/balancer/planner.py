@@ -32,24 +32,24 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from scheduler import claims as claims_mod
-from scheduler import cluster_policy
 from scheduler import exception
-from scheduler import filter_scheduler
-from scheduler import observability
 from scheduler.balancer import base
 from scheduler.balancer import history as history_mod
 from scheduler.balancer import migrations as migrations_mod
+from scheduler.common import observability
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import models
-from scheduler.host_cache.manager import HostManager
-from scheduler.host_state import HostState
-from scheduler.host_state import seconds_before
-from scheduler.host_state import stale_before
-from scheduler.migration import policies as migration_policies
+from scheduler.engine import filter_scheduler
+from scheduler.hosts.cache.manager import HostManager
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import seconds_before
+from scheduler.hosts.state import stale_before
 from scheduler.placement.placer import Placer
-from scheduler.request_spec import Flavor
-from scheduler.request_spec import RequestSpec
+from scheduler.policies import cluster as cluster_policy
+from scheduler.policies.migration import policies as migration_policies
+from scheduler.request.spec import Flavor
+from scheduler.request.spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
 

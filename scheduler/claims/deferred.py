@@ -10,11 +10,11 @@ import threading
 import tenacity
 from oslo_log import log as logging
 
+from scheduler.claims.journal import ReleaseJournal
 from scheduler.claims.store import Claims
 from scheduler.claims.types import Claim
 from scheduler.db import api as db_api
 from scheduler.db import models
-from scheduler.release_journal import ReleaseJournal
 
 # The logger of the module this came from: log lines and logging
 # configuration stay as they were.
@@ -71,7 +71,7 @@ class DeferredReleases:
     instance that is answered with it meanwhile (in this process only).
     With a ``journal`` the pending claims are also kept on disk, and
     ``adopt_orphans`` takes over those a stopped process left
-    (``scheduler.release_journal``).
+    (``scheduler.claims.journal``).
     """
 
     def __init__(self, store: Claims, interval: float = 0.5,

@@ -21,8 +21,8 @@ from oslo_config import cfg
 from oslo_policy import policy
 
 from scheduler import exception
-from scheduler import suggest
 from scheduler.api import rules
+from scheduler.common import suggest
 from scheduler.conf import api as api_conf
 
 AUTHTOKEN_GROUP = "keystone_authtoken"

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from scheduler import cluster_policy
 from scheduler import exception
-from scheduler import suggest
+from scheduler.common import suggest
 from scheduler.conf import plugins as plugin_conf
-from scheduler.migration import policies as migration_policies
+from scheduler.policies import cluster as cluster_policy
+from scheduler.policies.migration import policies as migration_policies
 
 CONFIG_ERROR_EXIT = 2
 DISTRIBUTION = "metrics-scheduler"

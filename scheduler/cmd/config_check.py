@@ -20,19 +20,19 @@ from collections.abc import Sequence
 from oslo_config import cfg
 
 from compute_monitor import agent
-from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import filters
-from scheduler import suggest
 from scheduler import weights
 from scheduler.cmd import api_checks
 from scheduler.cmd import common
 from scheduler.cmd import service
 from scheduler.cmd import unknown_options as unknown
 from scheduler.cmd import weight_setting_check
+from scheduler.common import suggest
 from scheduler.conf import api as api_conf
 from scheduler.db import api as db_api
-from scheduler.migration import policies as migration_policies
+from scheduler.policies import cluster as cluster_policy
+from scheduler.policies.migration import policies as migration_policies
 from scheduler.weights import normalization
 
 Check = Callable[[cfg.ConfigOpts], Iterable[exception.ConfigError]]

@@ -13,13 +13,10 @@ from sqlalchemy import exc as sa_exc
 
 from compute_monitor import conf as monitor_conf
 from scheduler import conf as scheduler_conf
-from scheduler import demo as demo_mod
 from scheduler import exception
-from scheduler import extra_specs as extra_specs_mod
-from scheduler import filter_scheduler
-from scheduler import policy_store
 from scheduler.balancer.planner import BalancePlanner
 from scheduler.cmd import common
+from scheduler.cmd import demo as demo_mod
 from scheduler.cmd import manage_args
 from scheduler.cmd import metrics as metrics_cmd
 from scheduler.cmd import output
@@ -30,9 +27,12 @@ from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import models
 from scheduler.db import schema
-from scheduler.host_cache.manager import HostManager
-from scheduler.host_state import HostState
-from scheduler.request_spec import RequestSpec
+from scheduler.engine import filter_scheduler
+from scheduler.hosts.cache.manager import HostManager
+from scheduler.hosts.state import HostState
+from scheduler.policies import store as policy_store
+from scheduler.request import extra_specs as extra_specs_mod
+from scheduler.request.spec import RequestSpec
 
 CONF = scheduler_conf.CONF
 PROG = "scheduler-manage"

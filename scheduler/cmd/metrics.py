@@ -3,9 +3,9 @@ to choose ``weight_setting`` and ``resources:`` extra specs from."""
 
 from oslo_config import cfg
 
-from scheduler import reported_metrics
 from scheduler.cmd import output
-from scheduler.host_cache.manager import HostManager
+from scheduler.hosts import reported_metrics
+from scheduler.hosts.cache.manager import HostManager
 
 COLUMNS = ("metric", "unit", "sources", "hosts")
 

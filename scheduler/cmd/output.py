@@ -10,8 +10,8 @@ import io
 import json
 from collections.abc import Sequence
 
-from scheduler import host_state as hm
-from scheduler import text_table
+from scheduler.common import text_table
+from scheduler.hosts import state as hm
 
 FORMATS = ("table", "json", "csv")
 

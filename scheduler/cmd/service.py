@@ -27,10 +27,10 @@ from oslo_log import log as logging
 from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler import manager as manager_mod
-from scheduler import observability
 from scheduler import rpc
 from scheduler.cmd import common
 from scheduler.cmd import unknown_options
+from scheduler.common import observability
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.rpc import server

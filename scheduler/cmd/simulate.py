@@ -12,9 +12,9 @@ from oslo_log import log as logging
 
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler import gc_tuning
 from scheduler.cmd import common
 from scheduler.cmd import output
+from scheduler.common import gc_tuning
 from scheduler.conf import policies as policy_conf
 from scheduler.db import api as db_api
 from scheduler.simulation import fleet

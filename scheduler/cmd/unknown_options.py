@@ -18,7 +18,7 @@ from oslo_log import log as logging
 from compute_monitor import conf as monitor_conf
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler import suggest
+from scheduler.common import suggest
 from scheduler.conf import messaging as messaging_conf
 from scheduler.conf import plugins as plugin_conf
 from scheduler.conf import policies as policy_conf

@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 
-from scheduler import cluster_policy
 from scheduler import exception
-from scheduler import reported_metrics
-from scheduler import suggest
+from scheduler.common import suggest
 from scheduler.db import api as db_api
 from scheduler.db import schema
-from scheduler.host_cache.manager import HostManager
+from scheduler.hosts import reported_metrics
+from scheduler.hosts.cache.manager import HostManager
+from scheduler.policies import cluster as cluster_policy
 
 WEIGHER = "MetricsWeigher"
 EXAMPLE = "memory.free=1e-9, cpu.percent=-1.0"

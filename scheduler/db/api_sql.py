@@ -19,7 +19,7 @@ _SETTING = models.ClusterSetting
 
 def bump_generation(session: Session) -> None:
     """Every write of the API does this in its transaction: it is how
-    running workers learn of the change (``scheduler.live_policies``)."""
+    running workers learn of the change (``scheduler.policies.live``)."""
     gen = models.PolicyGeneration
     session.execute(sa.update(gen).where(gen.id == 1).values(
         generation=gen.generation + 1))

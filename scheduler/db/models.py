@@ -19,7 +19,7 @@ from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm import Mapped
 from sqlalchemy.orm import mapped_column
 
-from scheduler import clock
+from scheduler.common import clock
 
 PreciseDateTime = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql",
                                           "mariadb")
@@ -29,7 +29,7 @@ LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
 def utcnow() -> datetime.datetime:
     """Naive UTC now, the form every timestamp column stores (the
-    simulated time while ``scheduler.clock`` has one)."""
+    simulated time while ``scheduler.common.clock`` has one)."""
     return clock.utcnow()
 
 

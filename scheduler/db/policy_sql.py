@@ -1,6 +1,6 @@
 """The engine's reads of what the REST API stores: the policy
 generation, the scheduling policies with their units and the cluster
-settings (``scheduler.policy_store`` turns them into a PolicySet)."""
+settings (``scheduler.policies.store`` turns them into a PolicySet)."""
 
 import sqlalchemy as sa
 

@@ -7,8 +7,8 @@ soft policies are weighers (``scheduler.weights.affinity``).
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_state import HostState
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.request.spec import RequestSpec
 
 
 def _holds_group_member(host: HostState, spec: RequestSpec) -> bool:

@@ -10,9 +10,9 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_state import HostState
-from scheduler.host_table import HostTable
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.table import HostTable
+from scheduler.request.spec import RequestSpec
 
 
 def _number(value: float) -> str:

@@ -8,12 +8,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from scheduler import capability_specs
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_state import HostState
-from scheduler.host_table import HostTable
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.table import HostTable
+from scheduler.request import capability_specs
+from scheduler.request.spec import RequestSpec
 
 # Nova's names for attributes this project calls differently.
 _ALIASES = {
@@ -130,8 +130,8 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
     attributes (``hypervisor_hostname`` is the nodename); further ``:``
     parts walk into dicts: ``capabilities:cpu_info:topology:cores``. Values
     use Nova's operators (``s== x86_64``, ``>= 8``, ``<in> avx2`` ...,
-    see ``scheduler.capability_specs``). A host without the attribute is
-    rejected. A key without a scope that names no host attribute
+    see ``scheduler.request.capability_specs``). A host without the
+    attribute is rejected. A key without a scope that names no host attribute
     (``XXYY=1``, an old flavor's ``free_disk_mb=0``) is ignored, as Nova
     does, with a warning in explain output; keys of other scopes are
     ignored.

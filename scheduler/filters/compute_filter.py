@@ -4,14 +4,14 @@ import datetime
 
 import numpy as np
 
-from scheduler import clock
+from scheduler.common import clock
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_state import HostState
-from scheduler.host_state import seconds_before
-from scheduler.host_table import HostTable
-from scheduler.host_table import epoch
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import seconds_before
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import epoch
+from scheduler.request.spec import RequestSpec
 
 
 class ComputeFilter(BaseHostFilter):

@@ -5,8 +5,8 @@ from collections.abc import Sequence
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_state import HostState
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.request.spec import RequestSpec
 
 
 def folded(names: Iterable[str]) -> frozenset[str]:

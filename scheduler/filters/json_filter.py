@@ -32,12 +32,12 @@ import math
 import operator
 
 from compute_monitor.base import METRIC_NAME_RE
-from scheduler import extra_specs
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_state import HostState
-from scheduler.host_state import metrics_window
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import metrics_window
+from scheduler.request import extra_specs
+from scheduler.request.spec import RequestSpec
 
 #: Deeper queries are refused: a hint is user input, and the evaluator
 #: recurses.

@@ -6,12 +6,12 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_state import HostState
-from scheduler.host_state import MetricsWindow
-from scheduler.host_state import metrics_window
-from scheduler.host_table import HostTable
-from scheduler.host_table import fresh_metric
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import MetricsWindow
+from scheduler.hosts.state import metrics_window
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import fresh_metric
+from scheduler.request.spec import RequestSpec
 
 
 def unavailable_detail(host: HostState, name: str, now: datetime.datetime,

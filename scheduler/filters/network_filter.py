@@ -2,8 +2,8 @@
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_state import HostState
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.request.spec import RequestSpec
 
 
 class NetworkFilter(BaseHostFilter):

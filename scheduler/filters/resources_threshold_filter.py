@@ -3,16 +3,16 @@
 
 import numpy as np
 
-from scheduler import extra_specs
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters.metrics_filter import unavailable_detail
-from scheduler.host_state import HostState
-from scheduler.host_state import MetricsWindow
-from scheduler.host_state import metrics_window
-from scheduler.host_table import HostTable
-from scheduler.host_table import fresh_metric
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import MetricsWindow
+from scheduler.hosts.state import metrics_window
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import fresh_metric
+from scheduler.request import extra_specs
+from scheduler.request.spec import RequestSpec
 
 
 def _thresholds(spec: RequestSpec) -> list[extra_specs.ResourceSpec]:

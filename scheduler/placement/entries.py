@@ -3,8 +3,8 @@
 alternate."""
 
 from scheduler import claims
-from scheduler import filter_scheduler
-from scheduler.host_state import HostState
+from scheduler.engine import filter_scheduler
+from scheduler.hosts.state import HostState
 
 
 def weight(decision: filter_scheduler.Decision,

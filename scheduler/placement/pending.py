@@ -15,8 +15,8 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from scheduler import exception
-from scheduler.counters import ManagerStats
 from scheduler.placement.errors import Unplaceable
+from scheduler.placement.stats import ManagerStats
 
 LOG = logging.getLogger(__name__)
 

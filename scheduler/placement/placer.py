@@ -26,12 +26,12 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from scheduler import claims
-from scheduler.counters import ManagerStats
+from scheduler.claims.journal import ReleaseJournal
+from scheduler.claims.journal import journal_directory
 from scheduler.db import api as db_api
-from scheduler.host_cache.manager import HostManager
-from scheduler.host_state import HostState
-from scheduler.release_journal import ReleaseJournal
-from scheduler.release_journal import journal_directory
+from scheduler.hosts.cache.manager import HostManager
+from scheduler.hosts.state import HostState
+from scheduler.placement.stats import ManagerStats
 
 LOG = logging.getLogger(__name__)
 

@@ -21,15 +21,15 @@ from collections.abc import Sequence
 
 from scheduler import claims
 from scheduler import exception
-from scheduler import filter_scheduler
-from scheduler import observability
-from scheduler.counters import ManagerStats
-from scheduler.host_cache.manager import HostManager
-from scheduler.host_state import HostState
+from scheduler.common import observability
+from scheduler.engine import filter_scheduler
+from scheduler.hosts.cache.manager import HostManager
+from scheduler.hosts.state import HostState
 from scheduler.placement import entries as entries_mod
 from scheduler.placement.errors import Unplaceable
 from scheduler.placement.placer import Placer
-from scheduler.request_spec import RequestSpec
+from scheduler.placement.stats import ManagerStats
+from scheduler.request.spec import RequestSpec
 
 #: The filter scheduler that decides for a request (its cluster policy's).
 SchedulerFor = Callable[[RequestSpec], filter_scheduler.FilterScheduler]

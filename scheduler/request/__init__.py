@@ -6,17 +6,17 @@
   format check (jsonschema-rs answers, jsonschema words the errors).
 * ``scheduler.request.messages``: how a schema error is worded.
 
-``RequestSpec`` (``scheduler.request_spec``), the extra-spec grammar
-(``scheduler.extra_specs``) and the string rules
-(``scheduler.request_values``) are where they were; ``RequestSpec`` is
+``RequestSpec`` (``scheduler.request.spec``), the extra-spec grammar
+(``scheduler.request.extra_specs``) and the string rules
+(``scheduler.request.values``) are where they were; ``RequestSpec`` is
 re-exported here. Nothing in this package imports the host cache,
 filters, placement or the manager.
 """
 
 from scheduler.request.schema import request_spec_schema
+from scheduler.request.spec import RequestSpec
 from scheduler.request.validation import check_instance_uuid
 from scheduler.request.validation import validate_request
-from scheduler.request_spec import RequestSpec
 
 __all__ = ["RequestSpec", "check_instance_uuid", "request_spec_schema",
            "validate_request"]

@@ -11,7 +11,7 @@ import reprlib
 import jsonschema
 
 from scheduler.request.schema import DRAFT
-from scheduler.request_values import field
+from scheduler.request.values import field
 
 _short_repr = reprlib.Repr()
 _short_repr.maxstring = 60

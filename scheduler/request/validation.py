@@ -4,7 +4,7 @@
 (``scheduler.request.schema``), ``instance_uuids`` against its
 ``$defs/instance_uuids``, then what the schema cannot bound: the JsonFilter
 query's depth and size, and strings no database can store
-(``scheduler.request_values``). Errors are InvalidRequest naming the
+(``scheduler.request.values``). Errors are InvalidRequest naming the
 field: ``request_spec.flavor.vcpus: 'two' is not of type 'integer'``.
 
 Two validators, one answer. jsonschema-rs (compiled Rust) answers "is it
@@ -39,8 +39,8 @@ import jsonschema
 import jsonschema_rs
 
 from scheduler import exception
-from scheduler import request_values
 from scheduler.request import messages
+from scheduler.request import values as request_values
 from scheduler.request.schema import DRAFT
 from scheduler.request.schema import instance_uuids_schema
 from scheduler.request.schema import request_spec_schema

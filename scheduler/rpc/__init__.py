@@ -32,8 +32,8 @@ IN_PROCESS_TRANSPORTS = ("kombu+memory", "fake")
 
 #: Modules whose exceptions a client rebuilds as the same local classes
 #: instead of oslo_messaging.RemoteError.
-ALLOWED_REMOTE_EXMODS = ["scheduler.exception", "scheduler.extra_specs",
-                         __name__]
+ALLOWED_REMOTE_EXMODS = ["scheduler.exception",
+                         "scheduler.request.extra_specs", __name__]
 
 
 class SchedulerInternalError(exception.SchedulerError):

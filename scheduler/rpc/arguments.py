@@ -18,7 +18,7 @@ from typing import Protocol
 from typing import TypeVar
 
 from scheduler import exception
-from scheduler import observability
+from scheduler.common import observability
 from scheduler.request import messages
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -23,10 +23,10 @@ import oslo_messaging
 from oslo_log import log as logging
 
 from scheduler import exception
-from scheduler import observability
-from scheduler import request_values
 from scheduler import rpc
+from scheduler.common import observability
 from scheduler.request import messages
+from scheduler.request import values as request_values
 from scheduler.rpc import arguments
 
 # The logger of the module this came from: log lines and logging

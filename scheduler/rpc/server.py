@@ -23,7 +23,7 @@ from scheduler import rpc
 from scheduler.balancer.task import PeriodicBalancer
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
-from scheduler.host_cache.manager import HostManager
+from scheduler.hosts.cache.manager import HostManager
 from scheduler.rpc import notification_process
 from scheduler.rpc import notifications
 from scheduler.rpc.endpoint import Manager

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 import sqlalchemy as sa
 
-from scheduler import clock
 from scheduler import exception
+from scheduler.common import clock
 from scheduler.db import models
 from scheduler.db.tables import NODES
 

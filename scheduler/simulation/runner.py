@@ -12,8 +12,9 @@ Events happen in simulated time, in this order when they coincide:
 6. instances arrive: ``SchedulerManager.select_destinations``.
 
 Everything the scheduler decides goes through the manager the service
-runs, against the configured database, on ``scheduler.clock``'s simulated
-time; the simulator only plays the nodes and the clients.
+runs, against the configured database, on
+``scheduler.common.clock``'s simulated time; the simulator only plays
+the nodes and the clients.
 """
 
 import dataclasses
@@ -26,10 +27,10 @@ from collections.abc import Callable
 import numpy as np
 from oslo_config import cfg
 
-from scheduler import clock
 from scheduler import exception
 from scheduler.balancer import migrations as migrations_mod
 from scheduler.balancer.task import PeriodicBalancer
+from scheduler.common import clock
 from scheduler.db import api as db_api
 from scheduler.db import schema
 from scheduler.manager import SchedulerManager

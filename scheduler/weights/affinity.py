@@ -5,8 +5,8 @@ The hard policies are filters; the soft ones only move hosts up or down.
 so a host weighs 1 (it holds members) or 0.
 """
 
-from scheduler.host_state import HostState
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.request.spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 
 

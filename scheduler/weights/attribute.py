@@ -8,8 +8,8 @@ option.
 
 import numpy as np
 
-from scheduler.host_table import HostTable
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.table import HostTable
+from scheduler.request.spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 
 

@@ -4,11 +4,11 @@ import numpy as np
 
 from scheduler.filters import Rejection
 from scheduler.filters.metrics_filter import unavailable_detail
-from scheduler.host_state import HostState
-from scheduler.host_state import metrics_window
-from scheduler.host_table import HostTable
-from scheduler.host_table import fresh_metric
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import metrics_window
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import fresh_metric
+from scheduler.request.spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 from scheduler.weights import metric_scale
 

@@ -39,8 +39,8 @@ from sqlalchemy.engine import make_url
 
 from scheduler import claims
 from scheduler import exception
-from scheduler import release_journal
 from scheduler import rpc
+from scheduler.claims import journal as release_journal
 from scheduler.db import models
 from scheduler.db import schema
 from scheduler.rpc import rpcapi

@@ -22,7 +22,6 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from scheduler import cluster_policy
 from scheduler import exception
 from scheduler import host_manager as hm
 from scheduler.balancer import history as history_mod
@@ -30,6 +29,7 @@ from scheduler.balancer import migrations as migrations_mod
 from scheduler.balancer import planner as planner_mod
 from scheduler.balancer.task import PeriodicBalancer
 from scheduler.db import models
+from scheduler.policies import cluster as cluster_policy
 
 NODES = models.ComputeNode.__table__
 ALLOCATIONS = models.Allocation.__table__

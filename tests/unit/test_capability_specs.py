@@ -7,9 +7,9 @@ import pytest
 from oslo_config import cfg
 
 import scheduler.conf
-from scheduler.extra_specs import InvalidExtraSpec
 from scheduler.filters import compute_capabilities_filter
-from scheduler.request_spec import RequestSpec
+from scheduler.request.extra_specs import InvalidExtraSpec
+from scheduler.request.spec import RequestSpec
 from tests.fakes import make_host
 
 

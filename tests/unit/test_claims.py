@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from scheduler import claims
-from scheduler import release_journal
+from scheduler.claims import journal as release_journal
 from scheduler.db import api as db_api
 from scheduler.db import models
 

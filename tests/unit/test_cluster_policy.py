@@ -4,11 +4,11 @@ clusters and the start-up errors."""
 import pytest
 from oslo_config import cfg
 
-from scheduler import cluster_policy
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler import filter_scheduler
 from scheduler.cmd import common
+from scheduler.engine import filter_scheduler
+from scheduler.policies import cluster as cluster_policy
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 import pytest
 
-from scheduler.migration import convergence
-from scheduler.migration import policies
+from scheduler.policies.migration import convergence
+from scheduler.policies.migration import policies
 
 BUILTINS = policies.BUILTIN_POLICIES
 ABORT = policies.Action("abort")

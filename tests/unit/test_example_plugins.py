@@ -17,11 +17,11 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler import clock
-from scheduler import filter_scheduler
 from scheduler import host_manager as hm
-from scheduler import plugin_guard
-from scheduler.host_table import HostTable
+from scheduler.common import clock
+from scheduler.engine import filter_scheduler
+from scheduler.engine import plugin_guard
+from scheduler.hosts.table import HostTable
 from tests.unit.test_host_table import NOW
 from tests.unit.test_host_table import OPTIONS
 from tests.unit.test_host_table import PROPERTY

@@ -1,15 +1,15 @@
-"""Unit tests of scheduler.extra_specs: quantities, resources specs and
+"""Unit tests of scheduler.request.extra_specs: quantities, resources specs and
 Nova's capability operators."""
 
 import hypothesis
 import pytest
 from hypothesis import strategies as st
 
-from scheduler import capability_specs
 from scheduler import exception
-from scheduler import extra_specs
-from scheduler.extra_specs import InvalidExtraSpec
-from scheduler.request_spec import RequestSpec
+from scheduler.request import capability_specs
+from scheduler.request import extra_specs
+from scheduler.request.extra_specs import InvalidExtraSpec
+from scheduler.request.spec import RequestSpec
 
 # --- parse_quantity ------------------------------------------------------
 

@@ -7,7 +7,7 @@ from oslo_config import cfg
 from stevedore import driver
 
 import scheduler.conf
-from scheduler import clock
+from scheduler.common import clock
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters import affinity_filter
@@ -22,7 +22,7 @@ from scheduler.filters import num_instances_filter
 from scheduler.filters import pin_to_host_filter
 from scheduler.filters import ram_filter
 from scheduler.host_manager import HostState
-from scheduler.request_spec import RequestSpec
+from scheduler.request.spec import RequestSpec
 from tests.fakes import make_host
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)

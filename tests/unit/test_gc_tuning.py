@@ -2,7 +2,7 @@
 
 import gc
 
-from scheduler import gc_tuning
+from scheduler.common import gc_tuning
 
 
 def test_tune_raises_the_young_threshold_and_freezes_startup():

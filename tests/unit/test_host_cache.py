@@ -1,4 +1,4 @@
-"""scheduler.host_cache.manager.HostManager: full and incremental
+"""scheduler.hosts.cache.manager.HostManager: full and incremental
 refreshes of the host cache (and the ``scheduler.host_manager`` shim)."""
 
 import dataclasses
@@ -15,20 +15,20 @@ import sqlalchemy as sa
 from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 
-from scheduler import clock as scheduler_clock
 from scheduler import conf as scheduler_conf
 from scheduler import host_manager as shim
-from scheduler import host_state as hs
-from scheduler import metric_entries
+from scheduler.common import clock as scheduler_clock
 from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
 from scheduler.db import host_queries
 from scheduler.db import models
 from scheduler.db import schema
-from scheduler.host_cache import decode
-from scheduler.host_cache import manager as cache_manager
-from scheduler.host_cache.manager import HostManager
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts import metric_entries
+from scheduler.hosts import state as hs
+from scheduler.hosts.cache import decode
+from scheduler.hosts.cache import manager as cache_manager
+from scheduler.hosts.cache.manager import HostManager
+from scheduler.request.spec import RequestSpec
 from tests import fakes
 
 NODES = models.ComputeNode.__table__

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.host_cache import decode
+from scheduler.hosts.cache import decode
 
 STAMP = "2026-01-05T12:00:00.5Z"
 

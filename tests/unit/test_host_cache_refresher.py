@@ -18,7 +18,7 @@ from scheduler import host_manager as hm
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import host_queries
 from scheduler.db import models
-from scheduler.host_cache import refresher as host_cache_refresher
+from scheduler.hosts.cache import refresher as host_cache_refresher
 from scheduler.rpc import server
 from tests import fakes
 from tests.unit.test_host_cache import NODES

@@ -24,11 +24,10 @@ from hypothesis import strategies as st
 from oslo_config import cfg
 
 import scheduler.conf
-from scheduler import clock
 from scheduler import exception
-from scheduler import filter_scheduler
 from scheduler import host_manager as hm
-from scheduler import host_table
+from scheduler.common import clock
+from scheduler.engine import filter_scheduler
 from scheduler.filters import availability_zone_filter
 from scheduler.filters import cluster_filter
 from scheduler.filters import compute_capabilities_filter
@@ -41,9 +40,10 @@ from scheduler.filters.ram_filter import RamFilter
 from scheduler.filters.resources_threshold_filter import (
     ResourcesThresholdFilter,
 )
-from scheduler.host_table import HostList
-from scheduler.host_table import HostTable
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts import table as host_table
+from scheduler.hosts.table import HostList
+from scheduler.hosts.table import HostTable
+from scheduler.request.spec import RequestSpec
 from scheduler.weights.cpu import CPUWeigher
 from scheduler.weights.disk import DiskWeigher
 from scheduler.weights.metrics import MetricsWeigher

@@ -9,9 +9,9 @@ import uuid
 import pytest
 
 from scheduler import host_manager as hm
-from scheduler import instance_metrics as im
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler.hosts import instance_metrics as im
 
 NODES = models.ComputeNode.__table__
 ALLOCATIONS = models.Allocation.__table__

@@ -6,9 +6,9 @@ import uuid
 
 import sqlalchemy as sa
 
-from scheduler import policy_units
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler.policies import units as policy_units
 from tests.fakes import add_node
 from tests.fakes import make_manager
 from tests.fakes import spec

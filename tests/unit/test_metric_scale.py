@@ -14,7 +14,7 @@ from oslo_config import cfg
 import scheduler.conf
 from scheduler.host_manager import HostState
 from scheduler.host_manager import Metric
-from scheduler.request_spec import RequestSpec
+from scheduler.request.spec import RequestSpec
 from scheduler.weights.metrics import MetricsWeigher
 from scheduler.weights.resources import ResourcesWeigher
 

@@ -9,8 +9,8 @@ from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.filters.migration_limit_filter import MigrationLimitFilter
 from scheduler.host_manager import HostState
-from scheduler.host_table import HostTable
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.table import HostTable
+from scheduler.request.spec import RequestSpec
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler.migration import policies
+from scheduler.policies.migration import policies
 
 
 @pytest.fixture

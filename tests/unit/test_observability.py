@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import exc as sa_exc
 
 from scheduler import exception
-from scheduler import observability
 from scheduler.balancer import migrations as migrations_mod
+from scheduler.common import observability
 from scheduler.rpc import server
 from tests.fakes import add_node
 from tests.fakes import fill_secretly
@@ -29,6 +29,8 @@ from tests.fakes import uuids
 from tests.unit import test_balance_planner as planning
 
 README = Path(__file__).parents[2] / "README.md"
+
+OBSERVABILITY = "scheduler.common.observability"
 
 
 def value(name: str, **labels: str) -> float:
@@ -72,7 +74,7 @@ def request_id():
 
 def decision_lines(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records
-            if r.name == "scheduler.observability"
+            if r.name == "scheduler.common.observability"
             and r.getMessage().startswith("decision ")]
 
 
@@ -87,7 +89,7 @@ def test_placed_decision_is_counted_timed_and_logged(conf, engine, caplog,
     delta = Delta(*decisions("placed"), ("scheduler_claims_total", {}),
                   ("scheduler_decision_duration_seconds_bucket",
                    {"outcome": "placed", "le": "+Inf"}))
-    with caplog.at_level(logging.INFO, logger="scheduler.observability"):
+    with caplog.at_level(logging.INFO, logger=OBSERVABILITY):
         result = mgr.select_destinations(spec(), uuids(2))
     assert delta("scheduler_decisions_total", outcome="placed") == 1
     assert delta("scheduler_decision_duration_seconds_count",
@@ -113,7 +115,7 @@ def test_no_valid_host_line_carries_the_histogram(conf, engine, caplog,
                    {"filter": "RamFilter"}),
                   ("scheduler_filter_removed_hosts_total",
                    {"filter": "ComputeFilter"}))
-    with caplog.at_level(logging.INFO, logger="scheduler.observability"), \
+    with caplog.at_level(logging.INFO, logger=OBSERVABILITY), \
             pytest.raises(exception.NoValidHost) as raised:
         mgr.select_destinations(spec(ram=10**6, cluster="c1"), uuids(1))
     assert delta("scheduler_decisions_total", outcome="no_valid_host") == 1
@@ -136,7 +138,7 @@ def test_no_valid_host_line_carries_the_histogram(conf, engine, caplog,
 def test_invalid_request_is_counted_and_logged(conf, engine, caplog):
     mgr = make_manager(conf)
     delta = Delta(*decisions("invalid_request"))
-    with caplog.at_level(logging.INFO, logger="scheduler.observability"), \
+    with caplog.at_level(logging.INFO, logger=OBSERVABILITY), \
             pytest.raises(exception.InvalidRequest):
         mgr.select_destinations(
             {"flavor": {"vcpus": "two", "memory_mb": 512, "root_gb": 1}})
@@ -160,7 +162,7 @@ def test_database_error_is_an_error_outcome(conf, engine, caplog,
 
     monkeypatch.setattr(mgr.host_manager, "host_states", down)
     delta = Delta(*decisions("error"))
-    with caplog.at_level(logging.INFO, logger="scheduler.observability"), \
+    with caplog.at_level(logging.INFO, logger=OBSERVABILITY), \
             pytest.raises(exception.SchedulerError):
         mgr.select_destinations(spec(), uuids(1))
     assert delta("scheduler_decisions_total", outcome="error") == 1

@@ -12,10 +12,10 @@ from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
 from scheduler import filters
-from scheduler import plugin_guard
 from scheduler import weights
+from scheduler.engine import plugin_guard
 from scheduler.filters.capacity import CapacityFilter
-from scheduler.host_table import HostTable
+from scheduler.hosts.table import HostTable
 from scheduler.weights.attribute import AttributeWeigher
 from tests.fakes import make_host
 from tests.unit.test_filter_scheduler import spec

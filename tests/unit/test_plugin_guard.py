@@ -1,5 +1,5 @@
 """Filters and weighers that raise take only their host (or request) down
-(issue 18 item 7, ``scheduler.plugin_guard``)."""
+(issue 18 item 7, ``scheduler.engine.plugin_guard``)."""
 
 import logging
 import random
@@ -11,11 +11,11 @@ from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler import filter_scheduler
 from scheduler import filters
-from scheduler import plugin_guard
 from scheduler import weights
-from scheduler.host_table import HostTable
+from scheduler.engine import filter_scheduler
+from scheduler.engine import plugin_guard
+from scheduler.hosts.table import HostTable
 from tests.unit.test_filter_scheduler import host
 from tests.unit.test_filter_scheduler import spec
 
@@ -44,7 +44,7 @@ def errors_counted(plugin: str) -> float:
 
 def tracebacks(caplog, plugin: str) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.exc_info
-            and r.name == "scheduler.plugin_guard"
+            and r.name == "scheduler.engine.plugin_guard"
             and r.getMessage().startswith(f"Plugin {plugin} raised")]
 
 
@@ -166,7 +166,7 @@ def test_a_filter_raising_on_a_host_removes_only_that_host(
         conf, caplog, filter_class):
     before = errors_counted(filter_class.__name__)
     scheduler = make(conf, [filter_class(conf)])
-    caplog.set_level(logging.ERROR, logger="scheduler.plugin_guard")
+    caplog.set_level(logging.ERROR, logger="scheduler.engine.plugin_guard")
     decision = scheduler.explain(spec(), fleet())
     assert sorted(h.host for h in decision.selected) == ["a", "c"]
     sick, = [r for r in decision.results if r.host.host == SICK]
@@ -278,7 +278,7 @@ def test_invalid_request_from_validate_request_is_the_verdict(conf):
 def test_one_traceback_per_plugin_and_type_per_interval(caplog):
     clock = [1000.0]
     log = plugin_guard._ErrorLog(interval=60.0, clock=lambda: clock[0])
-    caplog.set_level(logging.ERROR, logger="scheduler.plugin_guard")
+    caplog.set_level(logging.ERROR, logger="scheduler.engine.plugin_guard")
     before = errors_counted("Limited")
     for _ in range(5):
         log.report("Limited", "reject", KeyError("x"))

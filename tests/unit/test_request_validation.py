@@ -16,11 +16,11 @@ import pytest
 from hypothesis import strategies as st
 
 from scheduler import exception
-from scheduler import request_values
 from scheduler.db import models
 from scheduler.filters import json_filter
 from scheduler.request import schema as schema_mod
 from scheduler.request import validation
+from scheduler.request import values as request_values
 from tests.fakes import add_node
 from tests.fakes import allocations
 from tests.fakes import spec

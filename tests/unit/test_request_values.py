@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from scheduler import exception
 from scheduler import manager
-from scheduler import request_values
+from scheduler.request import values as request_values
 
 SPEC = {"flavor": {"vcpus": 1, "memory_mb": 64, "root_gb": 1}}
 

@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from scheduler import exception
-from scheduler import extra_specs
-from scheduler import request_warnings
 from scheduler.cmd import output
+from scheduler.engine import warnings as request_warnings
+from scheduler.request import extra_specs
 from tests.unit.test_filter_scheduler import conf  # noqa: F401 (fixture)
 from tests.unit.test_filter_scheduler import host
 from tests.unit.test_filter_scheduler import scheduler
@@ -56,7 +56,7 @@ def test_explain_warns_once_per_key_and_logs_once(conf, caplog):  # noqa: F811
     request = spec(extra_specs={"resource:cpu.percent": "<50",
                                 "XXYY": "1"})
     hosts = [host("a"), host("b"), host("c")]
-    with caplog.at_level(logging.WARNING, "scheduler.request_warnings"):
+    with caplog.at_level(logging.WARNING, "scheduler.engine.warnings"):
         first = sched.explain(request, hosts)
         sched.explain(request, hosts)
         sched.select(request, hosts)
@@ -84,7 +84,7 @@ def test_a_request_with_1000_unscoped_keys_logs_a_few_lines(
     sched = scheduler(conf, enabled_filters=[
         "ComputeFilter", "ComputeCapabilitiesFilter"])
     request = spec(extra_specs={f"key{i}": "1" for i in range(1000)})
-    with caplog.at_level(logging.WARNING, "scheduler.request_warnings"):
+    with caplog.at_level(logging.WARNING, "scheduler.engine.warnings"):
         decision = sched.explain(request, [host("a")])
         sched.select(request, [host("a")])
     # Explain lists them all, the log a few and a count of the rest,

@@ -17,11 +17,11 @@ from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler import extra_specs
 from scheduler import rpc
 from scheduler.cmd import service as service_cmd
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import locks
+from scheduler.request import extra_specs
 from scheduler.rpc import notifications as rpc_notifications
 from scheduler.rpc import rpcapi
 from scheduler.rpc import server

@@ -58,7 +58,7 @@ def test_a_malformed_call_is_an_invalid_request_naming_the_argument(
 
 
 def test_a_refused_select_has_its_decision_line(client, caplog):
-    caplog.set_level(logging.INFO, logger="scheduler.observability")
+    caplog.set_level(logging.INFO, logger="scheduler.common.observability")
     with pytest.raises(exception.InvalidRequest):
         client.call({"request_id": "req-7"}, "select_destinations")
     decision, = [r.getMessage() for r in caplog.records

@@ -12,15 +12,15 @@ import pytest
 from oslo_config import cfg
 
 import scheduler.conf
-from scheduler import clock
-from scheduler.extra_specs import InvalidExtraSpec
+from scheduler.common import clock
 from scheduler.filters import Rejection
 from scheduler.filters import compute_capabilities_filter
 from scheduler.filters import json_filter
 from scheduler.filters import metrics_filter
 from scheduler.filters import resources_threshold_filter
 from scheduler.host_manager import MIB
-from scheduler.request_spec import RequestSpec
+from scheduler.request.extra_specs import InvalidExtraSpec
+from scheduler.request.spec import RequestSpec
 from tests.fakes import make_host
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)

@@ -1,7 +1,7 @@
 """The shared text table: padding, the rule under the header, right
 alignment, no trailing blanks."""
 
-from scheduler import text_table
+from scheduler.common import text_table
 
 
 def test_columns_padded_to_the_widest_cell_without_trailing_blanks():

@@ -8,7 +8,7 @@ from oslo_config import cfg
 
 import scheduler.conf
 from scheduler.host_manager import MIB
-from scheduler.request_spec import RequestSpec
+from scheduler.request.spec import RequestSpec
 from scheduler.weights import NAMESPACE
 from scheduler.weights import BaseHostWeigher
 from scheduler.weights.affinity import ServerGroupSoftAffinityWeigher

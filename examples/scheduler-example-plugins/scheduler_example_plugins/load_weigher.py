@@ -2,9 +2,9 @@
 
 from oslo_config import cfg
 
-from scheduler.host_state import HostState
-from scheduler.host_state import metrics_window
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import metrics_window
+from scheduler.request.spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 from scheduler_example_plugins import LOAD_1M
 from scheduler_example_plugins import conf as plugin_conf

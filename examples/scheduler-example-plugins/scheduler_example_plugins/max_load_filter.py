@@ -5,11 +5,11 @@ from oslo_config import cfg
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.host_state import HostState
-from scheduler.host_state import metrics_window
-from scheduler.host_table import HostTable
-from scheduler.host_table import fresh_metric
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import metrics_window
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import fresh_metric
+from scheduler.request.spec import RequestSpec
 from scheduler_example_plugins import LOAD_1M
 from scheduler_example_plugins import conf as plugin_conf
 

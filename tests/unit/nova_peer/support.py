@@ -17,12 +17,12 @@ import pytest
 from oslo_config import cfg
 
 import scheduler.conf
-from scheduler import filter_scheduler
+from scheduler.engine import filter_scheduler
 from scheduler.filters import BaseHostFilter
 from scheduler.host_manager import HostState
 from scheduler.host_manager import Metric
-from scheduler.host_table import HostTable
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.table import HostTable
+from scheduler.request.spec import RequestSpec
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
 

@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from scheduler.extra_specs import InvalidExtraSpec
 from scheduler.filters.compute_capabilities_filter import (
     ComputeCapabilitiesFilter,
 )
+from scheduler.request.extra_specs import InvalidExtraSpec
 from tests.unit.nova_peer.support import Case
 from tests.unit.nova_peer.support import ids
 from tests.unit.nova_peer.support import make_conf

@@ -1,6 +1,7 @@
 """Nova's extra-spec operator tests (nova/tests/unit/scheduler/filters/
 test_extra_specs_ops.py), ported to the capabilities grammar that
-ComputeCapabilitiesFilter matches with (``scheduler.capability_specs``).
+ComputeCapabilitiesFilter matches with
+(``scheduler.request.capability_specs``).
 
 Nova matched the host value's string form; here lists stay lists (a
 CPU's features), so the ``<all-in>`` cases give the list itself.
@@ -10,7 +11,7 @@ naming the key, where Nova matched nothing.
 
 import pytest
 
-from scheduler import capability_specs
+from scheduler.request import capability_specs
 from tests.unit.nova_peer.support import Case
 from tests.unit.nova_peer.support import ids
 

@@ -6,7 +6,7 @@ import types
 import numpy as np
 import pytest
 
-from scheduler import clock
+from scheduler.common import clock
 from scheduler.simulation import fleet
 from scheduler.simulation import runner
 from scheduler.simulation import trace

@@ -1,7 +1,7 @@
 """Host states: what the scheduler knows about each compute node, as
 filters, weighers and balancers see it (the plugin API).
 
-A ``HostState`` is built by the host cache (``scheduler.host_cache``) from
+A ``HostState`` is built by the host cache (``scheduler.hosts.cache``) from
 a ``compute_nodes`` row plus the claims (allocations) on that node. Free
 resources are capacity x allocation ratio minus claimed resources.
 Metrics keep their timestamps; a metric older than ``[metrics] max_age``
@@ -21,8 +21,8 @@ from typing import NamedTuple
 import msgspec
 from oslo_config import cfg
 
-from scheduler import clock
-from scheduler.request_spec import RequestSpec
+from scheduler.common import clock
+from scheduler.request.spec import RequestSpec
 
 MIB = 1024 * 1024
 
@@ -78,7 +78,7 @@ class HostState:
     #: Names of reported metrics that were malformed (not numbers).
     bad_metrics: frozenset[str] = frozenset()
     #: Valid instance entries of the last report (DESIGN §11), by instance
-    #: uuid and name; read through ``scheduler.instance_metrics``, never
+    #: uuid and name; read through ``scheduler.hosts.instance_metrics``, never
     #: by host filters and weighers.
     instance_metrics: Mapping[str, Mapping[str, Metric]] = \
         dataclasses.field(default_factory=dict)

@@ -44,13 +44,13 @@ import numpy as np
 from oslo_log import log as logging
 
 from scheduler import exception
-from scheduler import observability
+from scheduler.common import observability
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters import checked_verdicts
-from scheduler.host_state import HostState
-from scheduler.host_table import HostTable
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.table import HostTable
+from scheduler.request.spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 
 LOG = logging.getLogger(__name__)

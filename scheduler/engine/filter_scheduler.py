@@ -19,24 +19,24 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from stevedore import named
 
-from scheduler import clock
-from scheduler import decision as decision_mod
 from scheduler import exception
 from scheduler import filters
-from scheduler import observability
-from scheduler import plugin_guard
-from scheduler import request_warnings
 from scheduler import weights
-from scheduler.decision import Decision
-from scheduler.decision import HostResult  # noqa: F401 (re-export)
-from scheduler.decision import WeighedTerm  # noqa: F401 (re-export)
-from scheduler.decision import cost_table
-from scheduler.decision import histogram
-from scheduler.host_cache.manager import HostManager
-from scheduler.host_state import HostState
-from scheduler.host_state import snapshot
-from scheduler.host_table import HostTable
-from scheduler.request_spec import RequestSpec
+from scheduler.common import clock
+from scheduler.common import observability
+from scheduler.engine import decision as decision_mod
+from scheduler.engine import plugin_guard
+from scheduler.engine import warnings as request_warnings
+from scheduler.engine.decision import Decision
+from scheduler.engine.decision import HostResult  # noqa: F401 (re-export)
+from scheduler.engine.decision import WeighedTerm  # noqa: F401 (re-export)
+from scheduler.engine.decision import cost_table
+from scheduler.engine.decision import histogram
+from scheduler.hosts.cache.manager import HostManager
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import snapshot
+from scheduler.hosts.table import HostTable
+from scheduler.request.spec import RequestSpec
 from scheduler.weights import normalization
 
 LOG = logging.getLogger(__name__)

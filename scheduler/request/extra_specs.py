@@ -12,7 +12,7 @@ Two families of extra specs constrain where an instance may land:
 * ``capabilities:<attribute>[:<key>...]`` (and keys without any ``:``):
   Nova's extra-spec operators, matched against host attributes by
   ComputeCapabilitiesFilter; their grammar is in
-  ``scheduler.capability_specs``.
+  ``scheduler.request.capability_specs``.
 
 Filters, weighers, request validation and the CLI all parse through this
 module so that they accept exactly the same values and report a bad one

@@ -15,9 +15,9 @@ import sqlalchemy as sa
 from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 
-from scheduler import cluster_policy
-from scheduler import policy_store
 from scheduler.db import policy_sql
+from scheduler.policies import cluster as cluster_policy
+from scheduler.policies import store as policy_store
 
 LOG = logging.getLogger(__name__)
 

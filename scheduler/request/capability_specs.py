@@ -15,7 +15,7 @@ import math
 import operator
 import re
 
-from scheduler.extra_specs import InvalidExtraSpec
+from scheduler.request.extra_specs import InvalidExtraSpec
 
 CAPABILITIES_SCOPE = "capabilities"
 

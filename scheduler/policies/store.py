@@ -4,7 +4,7 @@ the engine uses them.
 The API writes ``scheduling_policies`` (with their units) and
 ``cluster_settings`` and bumps ``policy_generation`` in the same
 transaction. A worker reads the generation with each host refresh
-(``scheduler.live_policies``) and, only when it moved, reads the rest
+(``scheduler.policies.live``) and, only when it moved, reads the rest
 (the reads are in ``scheduler.db.policy_sql``) and rebuilds its
 PolicySet with ``live_policy_set``: stored policies are validated by
 ``cluster_policy.build_policy``, as config-file ones are.
@@ -18,11 +18,11 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from oslo_config import cfg
 
-from scheduler import cluster_policy
 from scheduler import exception
-from scheduler import policy_units
 from scheduler.db import api as db_api
 from scheduler.db import policy_sql
+from scheduler.policies import cluster as cluster_policy
+from scheduler.policies import units as policy_units
 
 LOG = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """How a refresh of the host cache reads the database: the rows that
 changed since the cache's watermark (or all of them), their claims and
 their decoding, gathered as ``Changes`` that the cache applies only once
-every query succeeded (``scheduler.host_cache.manager``)."""
+every query succeeded (``scheduler.hosts.cache.manager``)."""
 
 import dataclasses
 import datetime
@@ -21,11 +21,11 @@ from scheduler.db import tables
 from scheduler.db.host_queries import AllocationRow
 from scheduler.db.host_queries import KeyRow
 from scheduler.db.host_queries import NodeRow
-from scheduler.host_cache import decode
-from scheduler.host_cache.build import Entry
-from scheduler.host_cache.build import build_state
-from scheduler.host_cache.build import claims_by_node
-from scheduler.host_table import epoch
+from scheduler.hosts.cache import decode
+from scheduler.hosts.cache.build import Entry
+from scheduler.hosts.cache.build import build_state
+from scheduler.hosts.cache.build import claims_by_node
+from scheduler.hosts.table import epoch
 
 LOG = logging.getLogger("scheduler.host_manager")
 

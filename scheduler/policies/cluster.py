@@ -22,13 +22,13 @@ from collections.abc import Sequence
 from oslo_config import cfg
 
 from scheduler import exception
-from scheduler import filter_scheduler
 from scheduler import filters
-from scheduler import suggest
 from scheduler import weights
 from scheduler.balancer import base as balancer_base
+from scheduler.common import suggest
 from scheduler.conf import policies as policy_conf
-from scheduler.host_cache.manager import HostManager
+from scheduler.engine import filter_scheduler
+from scheduler.hosts.cache.manager import HostManager
 
 NO_BALANCER = "none"
 NORMALIZATIONS = ("minmax", "rank", "hardmax", "none")

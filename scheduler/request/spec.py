@@ -18,7 +18,7 @@ import dataclasses
 import datetime
 import typing
 
-from scheduler import extra_specs
+from scheduler.request import extra_specs
 
 _T = typing.TypeVar("_T")
 

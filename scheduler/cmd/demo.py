@@ -18,7 +18,6 @@ from oslo_config import cfg
 
 from compute_monitor import agent
 from scheduler import exception
-from scheduler import filter_scheduler
 from scheduler import manager
 from scheduler.cmd import output
 from scheduler.db import api as db_api
@@ -26,7 +25,8 @@ from scheduler.db import models
 from scheduler.db import schema
 from scheduler.db.tables import ALLOCATIONS
 from scheduler.db.tables import NODES
-from scheduler.request_spec import RequestSpec
+from scheduler.engine import filter_scheduler
+from scheduler.request.spec import RequestSpec
 from scheduler.rpc import rpcapi
 from scheduler.rpc import server
 

@@ -8,7 +8,7 @@ counter that ``observability.MANAGER_COUNTERS`` names for it.
 import dataclasses
 import threading
 
-from scheduler import observability
+from scheduler.common import observability
 
 
 @dataclasses.dataclass

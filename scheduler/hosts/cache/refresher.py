@@ -32,7 +32,7 @@ from scheduler.db import api as db_api
 
 if TYPE_CHECKING:
     # The manager imports this module: no cycle at run time.
-    from scheduler.host_cache.manager import HostManager
+    from scheduler.hosts.cache.manager import HostManager
 
 LOG = logging.getLogger(__name__)
 

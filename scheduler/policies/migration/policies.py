@@ -4,7 +4,7 @@ A policy says how many migrations a host runs at a time (maxMigrations,
 which also divides the bandwidth) and gives a convergence schedule: the
 actions before the migration starts (initialItems), those to take when
 it stalls for a number of iterations (convergenceItems) and those once
-the schedule is exhausted (lastItems). scheduler.migration.convergence
+the schedule is exhausted (lastItems). scheduler.policies.migration.convergence
 plays a schedule.
 
 The built-ins carry oVirt's published values. Custom policies come from
@@ -26,7 +26,7 @@ import jsonschema
 from oslo_config import cfg
 
 from scheduler import exception
-from scheduler import suggest
+from scheduler.common import suggest
 from scheduler.conf import migration as migration_conf
 
 SET_DOWNTIME = "setDowntime"

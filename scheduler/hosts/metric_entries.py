@@ -5,7 +5,7 @@ what is wrong with it."""
 import datetime
 import math
 
-from scheduler.host_state import is_number
+from scheduler.hosts.state import is_number
 
 
 def short(value: object) -> str:

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from scheduler import filters
-from scheduler import host_state as hm
-from scheduler import plugin_guard
-from scheduler import text_table
-from scheduler.host_table import HostTable
-from scheduler.request_spec import RequestSpec
+from scheduler.common import text_table
+from scheduler.engine import plugin_guard
+from scheduler.hosts import state as hm
+from scheduler.hosts.table import HostTable
+from scheduler.request.spec import RequestSpec
 
 
 @dataclasses.dataclass

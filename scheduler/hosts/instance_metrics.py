@@ -25,8 +25,8 @@ from collections.abc import Mapping
 
 from oslo_log import log as logging
 
-from scheduler import host_state as hm
-from scheduler import metric_entries
+from scheduler.hosts import metric_entries
+from scheduler.hosts import state as hm
 
 # The host cache's warnings keep the logger name they have always had.
 LOG = logging.getLogger("scheduler.host_manager")

@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from scheduler import capability_specs
-from scheduler import extra_specs
-from scheduler import plugin_guard
+from scheduler.engine import plugin_guard
 from scheduler.filters import BaseHostFilter
-from scheduler.request_spec import RequestSpec
+from scheduler.request import capability_specs
+from scheduler.request import extra_specs
+from scheduler.request.spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
 

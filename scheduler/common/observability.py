@@ -136,8 +136,8 @@ class Metrics:
         self.plugin_errors = prometheus_client.Counter(
             "scheduler_plugin_errors",
             "Exceptions raised by filter and weigher plugins, by plugin "
-            "name (scheduler.plugin_guard: the host or request concerned "
-            "is failed, never the service).", ["plugin"],
+            "name (scheduler.engine.plugin_guard: the host or request "
+            "concerned is failed, never the service).", ["plugin"],
             registry=registry)
         self._plugin_errors: dict[str, prometheus_client.Counter] = {}
         self._lock = threading.Lock()

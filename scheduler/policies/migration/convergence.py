@@ -14,7 +14,7 @@ once). Nothing fires after abort or postcopy.
 
 import collections
 
-from scheduler.migration import policies
+from scheduler.policies.migration import policies
 
 
 class Convergence:

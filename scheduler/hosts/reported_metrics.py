@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from compute_monitor import units
-from scheduler import host_state as hm
+from scheduler.hosts import state as hm
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,9 +2,9 @@
 states, refreshed from the database before each decision.
 
 Only the rows whose ``changed_at`` moved are read again and decoded
-(``scheduler.host_cache.reading``), and a periodic full load catches what
+(``scheduler.hosts.cache.reading``), and a periodic full load catches what
 the incremental reads cannot see (deleted nodes). In a serving process a
-background thread does the full loads (``scheduler.host_cache.refresher``),
+background thread does the full loads (``scheduler.hosts.cache.refresher``),
 off the request path.
 """
 
@@ -21,16 +21,16 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from oslo_config import cfg
 
-from scheduler import observability
+from scheduler.common import observability
 from scheduler.db import models
 from scheduler.db.host_queries import AllocationRow
-from scheduler.host_cache import refresher as host_cache_refresher
-from scheduler.host_cache.build import Entry
-from scheduler.host_cache.build import build_state
-from scheduler.host_cache.reading import Changes
-from scheduler.host_cache.reading import RefreshReads
-from scheduler.host_state import HostState
-from scheduler.host_table import HostTable
+from scheduler.hosts.cache import refresher as host_cache_refresher
+from scheduler.hosts.cache.build import Entry
+from scheduler.hosts.cache.build import build_state
+from scheduler.hosts.cache.reading import Changes
+from scheduler.hosts.cache.reading import RefreshReads
+from scheduler.hosts.state import HostState
+from scheduler.hosts.table import HostTable
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 from scheduler.db.host_queries import AllocationRow
 from scheduler.db.host_queries import NodeRow
-from scheduler.host_cache import decode
-from scheduler.host_state import HostState
+from scheduler.hosts.cache import decode
+from scheduler.hosts.state import HostState
 
 _new_object = object.__new__
 

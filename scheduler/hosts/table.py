@@ -30,7 +30,7 @@ import numpy as np
 if TYPE_CHECKING:
     # The host manager keeps a table of its own: no import cycle at run
     # time.
-    from scheduler.host_state import HostState
+    from scheduler.hosts.state import HostState
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 _SECOND = datetime.timedelta(seconds=1)
