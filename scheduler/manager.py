@@ -47,11 +47,11 @@ import uuid
 from oslo_config import cfg
 
 from scheduler import exception
-from scheduler.balancer.planner import BalancePlanner
 from scheduler.common import observability
 from scheduler.db import api as db_api
 from scheduler.engine import filter_scheduler
 from scheduler.placement import lock
+from scheduler.placement.balance_planner import BalancePlanner
 from scheduler.placement.errors import LockHoldTimeout
 from scheduler.placement.errors import database_errors
 from scheduler.placement.pending import PENDING_POLL_INTERVAL

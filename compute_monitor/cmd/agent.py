@@ -14,6 +14,7 @@ from compute_monitor import conf as monitor_conf
 from scheduler import exception
 from scheduler.cmd import common
 from scheduler.cmd import unknown_options
+from scheduler.conf import cli
 from scheduler.db import api as db_api
 
 CONF = cfg.CONF
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         monitors = agent_mod.load_monitors(CONF)
     except exception.ConfigError as e:
-        common.config_error_exit(PROG, str(e))
+        cli.config_error_exit(PROG, str(e))
     agent = agent_mod.MonitorAgent(CONF, monitors)
     if CONF.once:
         try:

@@ -9,7 +9,7 @@ against them at start-up by ``validate_parameters``.
 A balancer only decides what to move and where it may go: it is handed
 one cluster's hosts (``HostLoad``) and their utilisation history, and
 yields ``Proposal``s, best first. The planner
-(``scheduler.balancer.planner``) schedules each proposal through the
+(``scheduler.placement.balance_planner``) schedules each proposal through the
 cluster's filters and weighers, restricted to its destinations, and
 claims the first that fits.
 """

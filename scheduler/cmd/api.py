@@ -15,6 +15,7 @@ from scheduler.cmd import api_checks
 from scheduler.cmd import common
 from scheduler.cmd import unknown_options
 from scheduler.conf import api as api_conf
+from scheduler.conf import cli
 from scheduler.db import schema
 
 CONF = scheduler_conf.CONF
@@ -36,7 +37,7 @@ def build(argv: Sequence[str]):
     """Parse and validate the configuration and build the WSGI app;
     configuration errors exit 2 with one line."""
     api_conf.register_library_opts(CONF)
-    common.parse(PROG, CONF, argv, "scheduler", DESCRIPTION)
+    cli.parse(PROG, CONF, argv, "scheduler", DESCRIPTION)
     # The same rules as scheduler-service: every value (the libraries'
     # too) read now, a malformed one exits 2 with one line.
     common.validate(PROG, CONF, validators=[
@@ -51,7 +52,7 @@ def build(argv: Sequence[str]):
     try:
         return api_app.make_app(CONF)
     except exception.ConfigError as e:
-        common.config_error_exit(PROG, str(e))
+        cli.config_error_exit(PROG, str(e))
 
 
 def _validate_auth(conf) -> None:

@@ -1,9 +1,7 @@
 """Start-up shared by the console scripts: config, logging, exit codes."""
 
-import importlib.metadata
 import math
 import re
-import sys
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -13,28 +11,9 @@ from oslo_log import log as logging
 
 from scheduler import exception
 from scheduler.common import suggest
-from scheduler.conf import plugins as plugin_conf
+from scheduler.conf import cli
 from scheduler.policies import cluster as cluster_policy
 from scheduler.policies.migration import policies as migration_policies
-
-CONFIG_ERROR_EXIT = 2
-DISTRIBUTION = "metrics-scheduler"
-
-
-def version(prog: str) -> str:
-    """``--version`` text: the program and the installed distribution."""
-    try:
-        number = importlib.metadata.version(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        # Run from a source tree that was never installed.
-        number = "unknown"
-    return f"{prog} ({DISTRIBUTION}) {number}"
-
-
-def config_error_exit(prog: str, message: str) -> None:
-    """Print one line naming what is wrong and exit with status 2."""
-    print(f"{prog}: error: {message}", file=sys.stderr)
-    sys.exit(CONFIG_ERROR_EXIT)
 
 
 def _raw_value(conf: cfg.ConfigOpts, group: str, name: str):
@@ -129,48 +108,6 @@ def validate_options(conf: cfg.ConfigOpts) -> None:
         migration_policies.load_migration_policies(conf)
 
 
-def config_files_help(project: str) -> str:
-    """Where oslo.config looks for the configuration without
-    ``--config-file``, for ``--help``."""
-    return (f"Without --config-file, the configuration is read from the "
-            f"first of ~/.{project}/{project}.conf, ~/{project}.conf, "
-            f"/etc/{project}/{project}.conf and /etc/{project}.conf that "
-            f"exists (plus *.conf of /etc/{project}/{project}.conf.d/), "
-            f"else the defaults; etc/{project}/{project}.conf.sample of the "
-            "source tree lists every option with its help.")
-
-
-def parse(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
-          project: str, description: str | None = None) -> None:
-    """Parse the command line and config files; the values themselves
-    are not read yet (see ``validate``). A file that cannot be parsed
-    ends the program with status 2 and one line. ``description`` heads
-    ``--help``, which ends with where the configuration is read from."""
-    logging.register_options(conf)
-    # Before parsing: plugin options are validated like ours and are not
-    # "unknown". A package whose options cannot be loaded is reported by
-    # config check; its plugins, if enabled, fail to load with the reason.
-    plugin_conf.register_plugin_opts(conf)
-    # stdout carries command output (rows, tables, JSON); logs go apart.
-    conf.set_default("use_stderr", True)
-    logging.set_defaults(default_log_levels=logging.get_default_log_levels()
-                         + ["alembic=WARN", "stevedore=WARN",
-                            # "Loading backend: threading" at every start.
-                            "oslo_service.backend=WARN"])
-    try:
-        conf(list(sys.argv[1:] if argv is None else argv), project=project,
-             prog=prog, version=version(prog), description=description,
-             epilog=config_files_help(project))
-    except (cfg.Error, ValueError) as e:
-        config_error_exit(prog, str(e).replace("\n", " "))
-    except SystemExit as e:
-        # oslo.config exits 1 for a bad value of a command-line option
-        # set in a file (debug = maybe), after printing one line.
-        if e.code == 1:
-            sys.exit(CONFIG_ERROR_EXIT)
-        raise
-
-
 def validate(prog: str, conf: cfg.ConfigOpts,
              validators: Sequence[Callable[[cfg.ConfigOpts], None]] = ()
              ) -> None:
@@ -182,9 +119,9 @@ def validate(prog: str, conf: cfg.ConfigOpts,
         for validator in validators:
             validator(conf)
     except exception.ConfigError as e:
-        config_error_exit(prog, str(e))
+        cli.config_error_exit(prog, str(e))
     except (cfg.Error, ValueError) as e:
-        config_error_exit(prog, str(e).replace("\n", " "))
+        cli.config_error_exit(prog, str(e).replace("\n", " "))
 
 
 def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
@@ -196,6 +133,6 @@ def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
     Any configuration problem ends the program with status 2 and a single
     line on stderr naming the option, the value and what was expected.
     """
-    parse(prog, conf, argv, project, description)
+    cli.parse(prog, conf, argv, project, description)
     validate(prog, conf, validators)
     logging.setup(conf, project)

@@ -14,7 +14,6 @@ from sqlalchemy import exc as sa_exc
 from compute_monitor import conf as monitor_conf
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler.balancer.planner import BalancePlanner
 from scheduler.cmd import common
 from scheduler.cmd import demo as demo_mod
 from scheduler.cmd import manage_args
@@ -22,6 +21,7 @@ from scheduler.cmd import metrics as metrics_cmd
 from scheduler.cmd import output
 from scheduler.cmd import permission as permission_cmd
 from scheduler.cmd import simulate as simulate_cmd
+from scheduler.conf import cli
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.db import locks
@@ -30,6 +30,7 @@ from scheduler.db import schema
 from scheduler.engine import filter_scheduler
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.hosts.state import HostState
+from scheduler.placement.balance_planner import BalancePlanner
 from scheduler.policies import store as policy_store
 from scheduler.request import extra_specs as extra_specs_mod
 from scheduler.request.spec import RequestSpec
@@ -130,7 +131,7 @@ def explain(conf: cfg.ConfigOpts) -> int:
             conf, pipeline=None if policy is None else policy.pipeline())
         decision = scheduler.explain(spec)
     except (exception.ConfigError, exception.InvalidRequest) as e:
-        common.config_error_exit(PROG, str(e))
+        cli.config_error_exit(PROG, str(e))
     print(output.explain(decision.as_dict(), conf.category.format))
     return 0
 
@@ -147,7 +148,7 @@ def balance(conf: cfg.ConfigOpts) -> int:
             args.cluster, args.dry_run,
             migration_policy=args.migration_policy)
     except exception.InvalidRequest as e:
-        common.config_error_exit(PROG, str(e))
+        cli.config_error_exit(PROG, str(e))
     print(output.migrations([m.as_dict() for m in planned], args.format,
                             args.dry_run))
     return 0
@@ -170,7 +171,7 @@ def config_check(conf: cfg.ConfigOpts) -> int:
         files = ", ".join(conf.config_file) or "the defaults"
         print(f"{PROG}: error: {len(problems)} configuration problem(s) in "
               f"{files}", file=sys.stderr)
-        return common.CONFIG_ERROR_EXIT
+        return cli.CONFIG_ERROR_EXIT
     print("configuration OK")
     return 0
 
@@ -308,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     CONF.register_cli_opt(command_opt)
     args = manage_args.config_options_first(
         sys.argv[1:] if argv is None else argv)
-    common.parse(PROG, CONF, args, "scheduler", manage_args.DESCRIPTION)
+    cli.parse(PROG, CONF, args, "scheduler", manage_args.DESCRIPTION)
     if CONF.category.name is None:
         return manage_args.missing_command(PROG)
     if CONF.category.func is config_check:

@@ -31,6 +31,7 @@ from scheduler import rpc
 from scheduler.cmd import common
 from scheduler.cmd import unknown_options
 from scheduler.common import observability
+from scheduler.conf import cli
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.rpc import server
@@ -167,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # worker forked (and restarted) by the launcher.
         manager = manager_mod.SchedulerManager(CONF)
     except exception.ConfigError as e:
-        common.config_error_exit(PROG, str(e))
+        cli.config_error_exit(PROG, str(e))
     scheme = CONF.transport_url.partition(":")[0]
     if scheme in _LOSSY_TRANSPORTS:
         LOG.warning("transport_url %s loses messages between processes "

@@ -12,9 +12,9 @@ from oslo_log import log as logging
 
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler.cmd import common
 from scheduler.cmd import output
 from scheduler.common import gc_tuning
+from scheduler.conf import cli
 from scheduler.conf import policies as policy_conf
 from scheduler.db import api as db_api
 from scheduler.simulation import fleet
@@ -63,7 +63,7 @@ def add_parser(subparsers) -> None:
 
 def _fail(message: str) -> int:
     print(f"{PROG}: error: {message}", file=sys.stderr)
-    return common.CONFIG_ERROR_EXIT
+    return cli.CONFIG_ERROR_EXIT
 
 
 def load_config(path: str) -> cfg.ConfigOpts:

@@ -1,5 +1,5 @@
 """The statements on the migrations table: those of the balancer's
-``MigrationStore`` (``scheduler.balancer.migrations``, which owns the
+``MigrationStore`` (``scheduler.placement.migrations``, which owns the
 transactions and the rules) and the incoming counts that
 ``MigrationLimitFilter`` reads."""
 

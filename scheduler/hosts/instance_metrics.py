@@ -29,7 +29,7 @@ from scheduler.hosts import metric_entries
 from scheduler.hosts import state as hm
 
 # The host cache's warnings keep the logger name they have always had.
-LOG = logging.getLogger("scheduler.host_manager")
+LOG = logging.getLogger(__name__)
 
 CPU_PERCENT = "instance.cpu.percent"
 MEMORY_USED = "instance.memory.used"

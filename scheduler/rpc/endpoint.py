@@ -29,9 +29,7 @@ from scheduler.request import messages
 from scheduler.request import values as request_values
 from scheduler.rpc import arguments
 
-# The logger of the module this came from: log lines and logging
-# configuration stay as they were.
-LOG = logging.getLogger("scheduler.rpc.server")
+LOG = logging.getLogger(__name__)
 
 _short_repr = reprlib.Repr()
 _short_repr.maxstring = _short_repr.maxother = 40

@@ -30,7 +30,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from scheduler import conf as scheduler_conf
-from scheduler.cmd import common
+from scheduler.conf import cli
 from scheduler.conf import messaging as messaging_conf
 from scheduler.rpc import notifications
 
@@ -66,7 +66,7 @@ def serve_notifications(command_line: list[str], prog: str,
     conf = cfg.ConfigOpts()
     scheduler_conf.register_opts(conf)
     messaging_conf.register_messaging_opts(conf)
-    common.parse(prog, conf, command_line, "scheduler")
+    cli.parse(prog, conf, command_line, "scheduler")
     if conf.log_dir and not conf.log_file:
         # oslo.log would name it after this process's entry point.
         conf.set_override("log_file", os.path.join(conf.log_dir,

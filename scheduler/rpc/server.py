@@ -20,10 +20,10 @@ from oslo_log import log as logging
 from oslo_service import service as oslo_service
 
 from scheduler import rpc
-from scheduler.balancer.task import PeriodicBalancer
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.hosts.cache.manager import HostManager
+from scheduler.placement.balance_task import PeriodicBalancer
 from scheduler.rpc import notification_process
 from scheduler.rpc import notifications
 from scheduler.rpc.endpoint import Manager

@@ -28,12 +28,12 @@ import numpy as np
 from oslo_config import cfg
 
 from scheduler import exception
-from scheduler.balancer import migrations as migrations_mod
-from scheduler.balancer.task import PeriodicBalancer
 from scheduler.common import clock
 from scheduler.db import api as db_api
 from scheduler.db import schema
 from scheduler.manager import SchedulerManager
+from scheduler.placement import migrations as migrations_mod
+from scheduler.placement.balance_task import PeriodicBalancer
 from scheduler.simulation import cpu_model
 from scheduler.simulation import fleet as fleet_mod
 from scheduler.simulation import trace

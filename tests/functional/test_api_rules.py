@@ -191,7 +191,7 @@ def test_wsgi_application_for_uwsgi_and_gunicorn(tmp_path, write_config,
                            "api": {"auth_strategy": "noauth"}},
                           name="wsgi.conf")
     script = ("import webob\n"
-              "from scheduler.api.wsgi import application\n"
+              "from scheduler.cmd.wsgi import application\n"
               "print(webob.Request.blank('/v1/schedulingpolicyunits')"
               ".get_response(application).status)\n")
     result = subprocess.run([sys.executable, "-c", script],

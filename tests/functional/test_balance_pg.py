@@ -8,10 +8,10 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler.balancer import history as history_mod
-from scheduler.balancer import migrations as migrations_mod
 from scheduler.db import api as db_api
 from scheduler.db import models
-from scheduler.host_manager import HostManager
+from scheduler.hosts.cache.manager import HostManager
+from scheduler.placement import migrations as migrations_mod
 from tests.unit.test_balance_planner import claims_by_instance
 from tests.unit.test_balance_planner import planner
 from tests.unit.test_balance_planner import standard_fleet

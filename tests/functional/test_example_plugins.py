@@ -34,7 +34,7 @@ _BUILD_TIMEOUT = 120
 _DRY_RUN_TICK = """
 import json, sys
 from scheduler import conf
-from scheduler.balancer.planner import BalancePlanner
+from scheduler.placement.balance_planner import BalancePlanner
 conf.CONF(["--config-file", sys.argv[1]], project="scheduler")
 planned = BalancePlanner(conf.CONF).balance(dry_run=True)
 print(json.dumps([migration.as_dict() for migration in planned]))

@@ -8,11 +8,11 @@ import sqlalchemy as sa
 from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
-from scheduler import host_manager as hm
 from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import schema
+from scheduler.hosts.cache.manager import HostManager
 
 NODES = models.ComputeNode.__table__
 ALLOCATIONS = models.Allocation.__table__
@@ -58,7 +58,7 @@ def test_incremental_refresh_reads_one_changed_node(postgresql_url):
                 for i in range(200)])
             node_id = connection.execute(sa.select(NODES.c.id).where(
                 NODES.c.host == "node-042")).scalar_one()
-        manager = hm.HostManager(conf)
+        manager = HostManager(conf)
 
         states = manager.host_states()
         assert len(states) == 200

@@ -23,12 +23,12 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import exception
-from scheduler import host_manager as hm
 from scheduler.balancer import history as history_mod
-from scheduler.balancer import migrations as migrations_mod
-from scheduler.balancer import planner as planner_mod
-from scheduler.balancer.task import PeriodicBalancer
 from scheduler.db import models
+from scheduler.hosts.cache.manager import HostManager
+from scheduler.placement import balance_planner as planner_mod
+from scheduler.placement import migrations as migrations_mod
+from scheduler.placement.balance_task import PeriodicBalancer
 from scheduler.policies import cluster as cluster_policy
 
 NODES = models.ComputeNode.__table__
@@ -416,7 +416,7 @@ def test_host_loads_count_migrations_under_way(conf, engine):
         fleet.report()
         planned = plan.balance()
     migration_, = planned
-    hosts = hm.HostManager(conf).host_states()
+    hosts = HostManager(conf).host_states()
     loads = {load.state.host: load for load in plan._loads(
         hosts, migrations_mod.MigrationStore(conf).active())}
     source, dest = loads[migration_.source_host], loads[migration_.dest_host]
@@ -533,7 +533,7 @@ def test_migration_policy_max_migrations_caps_the_host_limits(conf, engine):
         fleet.report()
         planned = plan.balance(migration_policy="suspend_workload_if_needed")
     migration_, = planned
-    hosts = hm.HostManager(conf).host_states()
+    hosts = HostManager(conf).host_states()
     active = migrations_mod.MigrationStore(conf).active()
 
     def can_migrate(max_migrations):

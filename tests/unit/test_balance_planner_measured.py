@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from scheduler.balancer import base
-from scheduler.balancer import migrations as migrations_mod
 from scheduler.db import models
+from scheduler.placement import migrations as migrations_mod
 from tests.unit import test_balance_planner
 from tests.unit.test_balance_planner import ALLOCATIONS
 from tests.unit.test_balance_planner import HOST_VCPUS

@@ -8,9 +8,9 @@ import datetime
 
 import pytest
 
-from scheduler import host_manager as hm
 from scheduler.balancer import base
 from scheduler.hosts import instance_metrics as im
+from scheduler.hosts import state as hm
 from tests.unit.test_balancers import even
 from tests.unit.test_balancers import history
 from tests.unit.test_balancers import saving

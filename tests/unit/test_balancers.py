@@ -5,12 +5,12 @@ import datetime
 import pytest
 
 from scheduler import exception
-from scheduler import host_manager as hm
 from scheduler.balancer import base
 from scheduler.balancer import history as history_mod
 from scheduler.balancer.even_distribution import EvenDistributionBalancer
 from scheduler.balancer.even_vm_count import EvenVmCountBalancer
 from scheduler.balancer.power_saving import PowerSavingBalancer
+from scheduler.hosts import state as hm
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0)
 

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from scheduler import host_manager as hm
 from scheduler.cmd import manage
 from scheduler.cmd import output
 from scheduler.engine import filter_scheduler
+from scheduler.hosts import state as hm
 
 NOW = datetime.datetime(2026, 1, 1, 12, 0, 0)
 DOWN_AFTER = 60

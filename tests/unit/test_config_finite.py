@@ -8,6 +8,7 @@ from compute_monitor import conf as monitor_conf
 from scheduler import conf as scheduler_conf
 from scheduler.cmd import common
 from scheduler.cmd import config_check
+from scheduler.conf import cli
 from scheduler.conf import metrics as metrics_conf
 from scheduler.conf import opts as scheduler_opts
 
@@ -74,7 +75,7 @@ def test_start_up_exits_2_naming_the_option(load, capsys, value):
     conf = load(f"[metrics]\nweight_setting = cpu.percent={value}\n")
     with pytest.raises(SystemExit) as exited:
         common.validate("scheduler-service", conf)
-    assert exited.value.code == common.CONFIG_ERROR_EXIT
+    assert exited.value.code == cli.CONFIG_ERROR_EXIT
     error = capsys.readouterr().err
     assert error.startswith(
         "scheduler-service: error: invalid value "

@@ -17,10 +17,10 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler import host_manager as hm
 from scheduler.common import clock
 from scheduler.engine import filter_scheduler
 from scheduler.engine import plugin_guard
+from scheduler.hosts import state as hm
 from scheduler.hosts.table import HostTable
 from tests.unit.test_host_table import NOW
 from tests.unit.test_host_table import OPTIONS

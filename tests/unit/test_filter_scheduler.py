@@ -10,9 +10,9 @@ from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler import host_manager as hm
 from scheduler.db import models
 from scheduler.engine import filter_scheduler
+from scheduler.hosts import state as hm
 from scheduler.request.spec import RequestSpec
 
 GIB = 2**30

@@ -21,7 +21,7 @@ from scheduler.filters import network_filter
 from scheduler.filters import num_instances_filter
 from scheduler.filters import pin_to_host_filter
 from scheduler.filters import ram_filter
-from scheduler.host_manager import HostState
+from scheduler.hosts.state import HostState
 from scheduler.request.spec import RequestSpec
 from tests.fakes import make_host
 

@@ -1,5 +1,5 @@
 """scheduler.hosts.cache.manager.HostManager: full and incremental
-refreshes of the host cache (and the ``scheduler.host_manager`` shim)."""
+refreshes of the host cache."""
 
 import dataclasses
 import datetime
@@ -16,17 +16,14 @@ from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 
 from scheduler import conf as scheduler_conf
-from scheduler import host_manager as shim
 from scheduler.common import clock as scheduler_clock
 from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
 from scheduler.db import host_queries
 from scheduler.db import models
 from scheduler.db import schema
-from scheduler.hosts import metric_entries
 from scheduler.hosts import state as hs
 from scheduler.hosts.cache import decode
-from scheduler.hosts.cache import manager as cache_manager
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.request.spec import RequestSpec
 from tests import fakes
@@ -653,9 +650,7 @@ def test_metric_timestamps_become_naive_utc(engine, manager):
 
 def warnings_of(caplog) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.levelno == logging.WARNING
-            # The cache's decoding still logs under the name operators'
-            # logging configurations know.
-            and r.name == "scheduler.host_manager"]
+            and r.name == decode.__name__]
 
 
 def test_bad_metric_values_keep_the_node_and_warn_once_per_change(
@@ -945,15 +940,6 @@ def test_metrics_stay_out_of_the_garbage_collectors_tracking():
     assert metric == hs.Metric(1.0, datetime.datetime(2026, 1, 1),
                                "libvirt")
     assert hs.Metric(2.0, metric.timestamp).source == ""
-
-
-def test_shim_re_exports_the_public_names():
-    # Plugins and the plugin guide import these from scheduler.host_manager.
-    homes = {"HostManager": cache_manager, "RefreshStats": cache_manager,
-             "reading": metric_entries}
-    for name in shim.__all__:
-        assert getattr(shim, name) is getattr(homes.get(name, hs),
-                                              name)
 
 
 def _free_vcpus(table) -> list[float]:

@@ -14,11 +14,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from scheduler import host_manager as hm
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import host_queries
 from scheduler.db import models
 from scheduler.hosts.cache import refresher as host_cache_refresher
+from scheduler.hosts.cache.manager import HostManager
 from scheduler.rpc import server
 from tests import fakes
 from tests.unit.test_host_cache import NODES
@@ -370,7 +370,7 @@ def test_paced_reload_reads_what_a_full_load_reads(conf, engine, manager,
     paces = []
     manager.reload(pace=lambda: paces.append(True))
     assert len(paces) >= 5
-    fresh = hm.HostManager(conf).host_states()
+    fresh = HostManager(conf).host_states()
     assert [(s.host, s.vcpus_claimed) for s in manager.host_states()] == [
         (s.host, s.vcpus_claimed) for s in fresh]
 

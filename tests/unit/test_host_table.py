@@ -25,7 +25,6 @@ from oslo_config import cfg
 
 import scheduler.conf
 from scheduler import exception
-from scheduler import host_manager as hm
 from scheduler.common import clock
 from scheduler.engine import filter_scheduler
 from scheduler.filters import availability_zone_filter
@@ -40,6 +39,7 @@ from scheduler.filters.ram_filter import RamFilter
 from scheduler.filters.resources_threshold_filter import (
     ResourcesThresholdFilter,
 )
+from scheduler.hosts import state as hm
 from scheduler.hosts import table as host_table
 from scheduler.hosts.table import HostList
 from scheduler.hosts.table import HostTable

@@ -8,10 +8,11 @@ import uuid
 
 import pytest
 
-from scheduler import host_manager as hm
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.hosts import instance_metrics as im
+from scheduler.hosts import state as hm
+from scheduler.hosts.cache.manager import HostManager
 
 NODES = models.ComputeNode.__table__
 ALLOCATIONS = models.Allocation.__table__
@@ -52,7 +53,7 @@ def add_node(engine, metrics: list, claims: tuple[str, ...] = ()) -> int:
 def host_of(scheduler_config):
     def read(metrics: list, claims: tuple[str, ...] = ()) -> hm.HostState:
         add_node(db_api.get_engine(scheduler_config), metrics, claims)
-        host, = hm.HostManager(scheduler_config).host_states()
+        host, = HostManager(scheduler_config).host_states()
         return host
     return read
 
@@ -125,7 +126,7 @@ def test_malformed_instance_entries_are_dropped_and_logged(host_of,
             for uuid, values in host.instance_metrics.items()} == {
         "vm-a": {"instance.cpu.percent": 50.0}}
     message, = [r.getMessage() for r in caplog.records
-                if r.levelno == logging.WARNING and r.name == hm.__name__]
+                if r.levelno == logging.WARNING and r.name == im.__name__]
     for text in ("instance vm-a: instance.cpu.percent is reported twice",
                  "instance vm-a: instance.memory.used value 'lots'",
                  "names no instance",

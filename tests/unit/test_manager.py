@@ -13,9 +13,9 @@ from sqlalchemy import exc as sa_exc
 from scheduler import claims
 from scheduler import conf as scheduler_conf
 from scheduler import exception
-from scheduler import host_manager as hm
 from scheduler.conf import opts as scheduler_opts
 from scheduler.db import models
+from scheduler.hosts.cache.manager import HostManager
 from tests.fakes import NODES
 from tests.fakes import add_node
 from tests.fakes import allocations
@@ -64,7 +64,7 @@ def test_own_claim_reaches_the_cache_without_a_read(conf, mgr, engine):
     chosen = cached[entry["host"]]
     assert chosen.instances == set(instance)
     assert (chosen.vcpus_claimed, chosen.memory_mb_claimed) == (2, 1024)
-    fresh = hm.HostManager(conf).host_states()
+    fresh = HostManager(conf).host_states()
     assert [host for host in fresh if host.host == entry["host"]] == [
         chosen]
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from oslo_config import cfg
 
 import scheduler.conf
-from scheduler.host_manager import HostState
-from scheduler.host_manager import Metric
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import Metric
 from scheduler.request.spec import RequestSpec
 from scheduler.weights.metrics import MetricsWeigher
 from scheduler.weights.resources import ResourcesWeigher

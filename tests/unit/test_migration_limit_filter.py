@@ -8,7 +8,7 @@ import pytest
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.filters.migration_limit_filter import MigrationLimitFilter
-from scheduler.host_manager import HostState
+from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
 from scheduler.request.spec import RequestSpec
 

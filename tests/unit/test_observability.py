@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import exc as sa_exc
 
 from scheduler import exception
-from scheduler.balancer import migrations as migrations_mod
 from scheduler.common import observability
+from scheduler.placement import migrations as migrations_mod
 from scheduler.rpc import server
 from tests.fakes import add_node
 from tests.fakes import fill_secretly

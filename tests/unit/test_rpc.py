@@ -265,7 +265,7 @@ def test_subclass_of_no_valid_host_arrives_as_no_valid_host(api, manager):
 def test_unexpected_error_is_logged_and_reported_clearly(
         api, manager, caplog):
     manager.error = KeyError("flavor")
-    with caplog.at_level(logging.ERROR, logger="scheduler.rpc.server"), \
+    with caplog.at_level(logging.ERROR, logger="scheduler.rpc.endpoint"), \
             pytest.raises(rpc.SchedulerInternalError) as raised:
         api.select_destinations(SPEC, context={"request_id": "req-42"})
     message = str(raised.value)
@@ -284,7 +284,7 @@ def test_unexpected_error_is_logged_and_reported_clearly(
 def test_known_service_error_is_reported_without_traceback(
         api, manager, caplog):
     manager.error = locks.LockTimeout("cluster:c1", 30)
-    with caplog.at_level(logging.ERROR, logger="scheduler.rpc.server"), \
+    with caplog.at_level(logging.ERROR, logger="scheduler.rpc.endpoint"), \
             pytest.raises(rpc.SchedulerInternalError) as raised:
         api.select_destinations(SPEC)
     assert "lock 'cluster:c1' still held by another process after 30 s" \

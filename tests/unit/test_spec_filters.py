@@ -18,7 +18,7 @@ from scheduler.filters import compute_capabilities_filter
 from scheduler.filters import json_filter
 from scheduler.filters import metrics_filter
 from scheduler.filters import resources_threshold_filter
-from scheduler.host_manager import MIB
+from scheduler.hosts.state import MIB
 from scheduler.request.extra_specs import InvalidExtraSpec
 from scheduler.request.spec import RequestSpec
 from tests.fakes import make_host

@@ -7,7 +7,7 @@ import pytest
 from oslo_config import cfg
 
 import scheduler.conf
-from scheduler.host_manager import MIB
+from scheduler.hosts.state import MIB
 from scheduler.request.spec import RequestSpec
 from scheduler.weights import NAMESPACE
 from scheduler.weights import BaseHostWeigher

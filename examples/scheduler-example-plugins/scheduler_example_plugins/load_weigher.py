@@ -2,10 +2,10 @@
 
 from oslo_config import cfg
 
-from scheduler.hosts.state import HostState
-from scheduler.hosts.state import metrics_window
-from scheduler.request.spec import RequestSpec
-from scheduler.weights import BaseHostWeigher
+from scheduler.plugins import BaseHostWeigher
+from scheduler.plugins import HostState
+from scheduler.plugins import RequestSpec
+from scheduler.plugins import metrics_window
 from scheduler_example_plugins import LOAD_1M
 from scheduler_example_plugins import conf as plugin_conf
 

@@ -3,12 +3,15 @@
 from collections.abc import Iterator
 from collections.abc import Sequence
 
-from scheduler.balancer import base
-from scheduler.balancer import history as history_mod
+from scheduler.plugins import HIGH_UTILIZATION
+from scheduler.plugins import BaseBalancer
+from scheduler.plugins import HostLoad
+from scheduler.plugins import Proposal
+from scheduler.plugins import UtilizationHistory
 from scheduler_example_plugins import LOAD_1M
 
 
-def load_percent(host: base.HostLoad) -> float | None:
+def load_percent(host: HostLoad) -> float | None:
     """``loadavg.1m`` per vCPU, in percent; None when not fresh."""
     # The planner sets cpu_percent to None when the host's report is
     # older than [metrics] max_age; the load average is in that report.
@@ -18,7 +21,7 @@ def load_percent(host: base.HostLoad) -> float | None:
     return 100.0 * load / host.state.vcpus
 
 
-class MaxLoadBalancer(base.BaseBalancer):
+class MaxLoadBalancer(BaseBalancer):
     """Moves an instance off a host whose ``loadavg.1m`` per vCPU, in
     percent, is at least HighUtilization (``[policy:NAME]
     balancer_parameters``), to hosts that stay below HighUtilization
@@ -29,12 +32,12 @@ class MaxLoadBalancer(base.BaseBalancer):
     is judged: the load average is already a one-minute average.
     """
 
-    PARAMETERS = (base.HIGH_UTILIZATION,)
+    PARAMETERS = (HIGH_UTILIZATION,)
 
-    def propose(self, hosts: Sequence[base.HostLoad],
-                history: history_mod.UtilizationHistory
-                ) -> Iterator[base.Proposal]:
-        high = self.params[base.HIGH_UTILIZATION]
+    def propose(self, hosts: Sequence[HostLoad],
+                history: UtilizationHistory
+                ) -> Iterator[Proposal]:
+        high = self.params[HIGH_UTILIZATION]
         loads = {host.node_id: percent for host in hosts
                  if (percent := load_percent(host)) is not None}
         sources = sorted(
@@ -52,4 +55,4 @@ class MaxLoadBalancer(base.BaseBalancer):
                      < high),
                     key=lambda host: (loads[host.node_id], host.state.host)))
                 if destinations:
-                    yield base.Proposal(source, instance, destinations)
+                    yield Proposal(source, instance, destinations)

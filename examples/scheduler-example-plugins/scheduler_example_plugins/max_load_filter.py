@@ -3,13 +3,13 @@
 import numpy as np
 from oslo_config import cfg
 
-from scheduler.filters import BaseHostFilter
-from scheduler.filters import Rejection
-from scheduler.hosts.state import HostState
-from scheduler.hosts.state import metrics_window
-from scheduler.hosts.table import HostTable
-from scheduler.hosts.table import fresh_metric
-from scheduler.request.spec import RequestSpec
+from scheduler.plugins import BaseHostFilter
+from scheduler.plugins import HostState
+from scheduler.plugins import HostTable
+from scheduler.plugins import Rejection
+from scheduler.plugins import RequestSpec
+from scheduler.plugins import fresh_metric
+from scheduler.plugins import metrics_window
 from scheduler_example_plugins import LOAD_1M
 from scheduler_example_plugins import conf as plugin_conf
 

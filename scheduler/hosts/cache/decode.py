@@ -22,7 +22,7 @@ from scheduler.hosts.state import Metric
 
 # The host cache's warnings keep the logger name they have always had:
 # operators' log filters know them by it.
-LOG = logging.getLogger("scheduler.host_manager")
+LOG = logging.getLogger(__name__)
 
 
 # Tuples, not dataclasses: one of each is made per changed row.

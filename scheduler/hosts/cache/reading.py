@@ -27,7 +27,7 @@ from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.build import claims_by_node
 from scheduler.hosts.table import epoch
 
-LOG = logging.getLogger("scheduler.host_manager")
+LOG = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass

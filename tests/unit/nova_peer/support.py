@@ -19,8 +19,8 @@ from oslo_config import cfg
 import scheduler.conf
 from scheduler.engine import filter_scheduler
 from scheduler.filters import BaseHostFilter
-from scheduler.host_manager import HostState
-from scheduler.host_manager import Metric
+from scheduler.hosts.state import HostState
+from scheduler.hosts.state import Metric
 from scheduler.hosts.table import HostTable
 from scheduler.request.spec import RequestSpec
 

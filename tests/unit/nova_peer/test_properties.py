@@ -17,7 +17,7 @@ from scheduler.filters.disk_filter import DiskFilter
 from scheduler.filters.ignore_hosts_filter import IgnoreHostsFilter
 from scheduler.filters.pin_to_host_filter import PinToHostFilter
 from scheduler.filters.ram_filter import RamFilter
-from scheduler.host_manager import HostState
+from scheduler.hosts.state import HostState
 from tests.unit.nova_peer.support import make_conf
 from tests.unit.nova_peer.support import nova_host
 from tests.unit.nova_peer.support import nova_request

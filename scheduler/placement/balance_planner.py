@@ -35,7 +35,6 @@ from scheduler import claims as claims_mod
 from scheduler import exception
 from scheduler.balancer import base
 from scheduler.balancer import history as history_mod
-from scheduler.balancer import migrations as migrations_mod
 from scheduler.common import observability
 from scheduler.db import api as db_api
 from scheduler.db import locks
@@ -45,6 +44,7 @@ from scheduler.hosts.cache.manager import HostManager
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import seconds_before
 from scheduler.hosts.state import stale_before
+from scheduler.placement import migrations as migrations_mod
 from scheduler.placement.placer import Placer
 from scheduler.policies import cluster as cluster_policy
 from scheduler.policies.migration import policies as migration_policies

@@ -6,9 +6,9 @@ import contextlib
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from scheduler.balancer.planner import BalancePlanner
 from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
+from scheduler.placement.balance_planner import BalancePlanner
 
 LOG = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""``scheduler.api.wsgi:application`` for uWSGI and gunicorn.
+"""``scheduler.cmd.wsgi:application`` for uWSGI and gunicorn.
 
 The configuration is read from ``SCHEDULER_API_CONFIG`` (a path, or
 several separated by commas) or else the usual places
