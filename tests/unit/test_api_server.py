@@ -124,8 +124,9 @@ def test_a_malformed_chunk_size_is_a_json_400(server, connection):
     head, content = _answer(channel, client)
     assert head.startswith(b"HTTP/1.1 400 Bad Request\r\n")
     assert b"Content-Type: application/json" in head
-    assert content == {"error": {"code": 400, "title": "Bad Request",
-                                 "message": "request body: Invalid chunk size"}}
+    assert content == {"error": {
+        "code": 400, "title": "Bad Request",
+        "message": "request body: Invalid chunk size"}}
 
 
 def test_settings_follow_the_api_options():
