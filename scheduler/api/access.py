@@ -52,6 +52,9 @@ class Access:
     roles: set[str]
     clusters: set[str]
     enforcer: policy.Enforcer
+    #: The user's domain as permissions and policies store it
+    #: (``permissions.domain_key``): empty for htpasswd and the default.
+    domain: str = permission_store.NO_DOMAIN
 
     @classmethod
     def of(cls, environ: Mapping, session: Session,
@@ -69,14 +72,12 @@ class Access:
             roles.add("admin")
         if identity.roles & {"reader", "member"}:
             roles.add("reader")
-        domains = permission_store.domains_of(identity.domain_id,
-                                              identity.domain_name)
-        for row in permission_store.of_user(session, identity.user,
-                                            domains):
+        domain = permission_store.domain_key(identity.domain_id)
+        for row in permission_store.of_user(session, identity.user, domain):
             roles.add(row.role)
             if row.role == "cluster_admin":
                 clusters.add(row.cluster)
-        return cls(identity.user, roles, clusters, enf)
+        return cls(identity.user, roles, clusters, enf, domain)
 
     def manages(self, clusters: Iterable[str]) -> bool:
         """cluster_admin of every one of ``clusters``."""

@@ -11,6 +11,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 
 import webob
@@ -42,6 +43,8 @@ _CREDENTIAL_KEYS = frozenset({"HTTP_X_SERVICE_TOKEN"})
 #: Longest user name of an htpasswd file (Apache's limit); longer ones
 #: are refused before anything is looked up or logged.
 MAX_USER_NAME = 255
+#: At most one WARNING about spoofed identity headers this often.
+STRIP_REPORT_SECONDS = 60
 
 
 def owned_identity_keys(environ: dict) -> list[str]:
@@ -58,17 +61,34 @@ class StripIdentityHeaders:
 
     def __init__(self, application):
         self.application = application
+        self._lock = threading.Lock()
+        self._spoofed = 0
+        self._next_report = 0.0
 
     def __call__(self, environ, start_response):
         sent = owned_identity_keys(environ)
         for key in sent:
             del environ[key]
-        if sent:
+        if sent and self._report_due():
             LOG.warning("%s %s: ignored identity headers the client sent: "
-                        "%s", environ.get("REQUEST_METHOD"),
+                        "%s (%d such requests in the last %d s)",
+                        environ.get("REQUEST_METHOD"),
                         short(environ.get("PATH_INFO", "")),
-                        short(", ".join(sorted(sent))))
+                        short(", ".join(sorted(sent))), self._spoofed,
+                        STRIP_REPORT_SECONDS)
+            self._spoofed = 0
         return self.application(environ, start_response)
+
+    def _report_due(self) -> bool:
+        """Counts a spoofing request; True for the first of each
+        STRIP_REPORT_SECONDS: an attacker cannot fill the log."""
+        with self._lock:
+            self._spoofed += 1
+            now = time.monotonic()
+            if now < self._next_report:
+                return False
+            self._next_report = now + STRIP_REPORT_SECONDS
+            return True
 
 
 class _AbridgeNames(logging.Filter):
@@ -95,8 +115,14 @@ class CachedBasicAuth:
         basic_auth.validate_auth_file(auth_file)
         self.application = application
         self.auth_file = auth_file
-        self._verified: dict[bytes, tuple[float, Mapping]] = {}
+        self._verified: dict[bytes, tuple[tuple, Mapping]] = {}
         self._lock = threading.Lock()
+
+    def _file_version(self) -> tuple:
+        """Changes with every rewrite of the file, even within one tick
+        of its modification time."""
+        stat = os.stat(self.auth_file)
+        return stat.st_mtime_ns, stat.st_size, stat.st_ino
 
     def format_exception(self, e: Exception) -> webob.Response:
         if isinstance(e, webob.exc.HTTPBadRequest):
@@ -112,9 +138,11 @@ class CachedBasicAuth:
             username, password = basic_auth.parse_token(token)
             if len(username) > MAX_USER_NAME:
                 raise ValueError("user name too long")
-            key = hashlib.sha256(username.encode() + b"\0" + password
-                                 ).digest()
-            mtime = os.stat(self.auth_file).st_mtime
+            name = username.encode()
+            # Length-prefixed: no name and password pair reads as another.
+            key = hashlib.sha256(len(name).to_bytes(4, "big") + name
+                                 + password).digest()
+            mtime = self._file_version()
             with self._lock:
                 cached = self._verified.get(key)
             if cached is None or cached[0] != mtime:

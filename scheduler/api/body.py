@@ -5,7 +5,6 @@ path, e.g. ``weights[1].factor: expected an integer, got "2"``.
 """
 
 import json
-import re
 from collections.abc import Mapping
 from collections.abc import Sequence
 
@@ -15,11 +14,10 @@ from scheduler.api import errors
 
 #: DESIGN §12: larger bodies get 413 before they are read in full.
 MAX_BODY = 1024 * 1024
-#: Deeper bodies get 400 before json.loads, which would recurse once
-#: per level (RecursionError); the API's own bodies nest 3 levels.
+#: Deeper bodies get 400; the API's own bodies nest 3 levels. json.loads
+#: recurses once per level: far deeper ones end in its RecursionError.
 MAX_DEPTH = 32
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKET = re.compile(rb"[\[\]{}]")
+_TOO_DEEP = object()
 _TYPE_NAMES = {str: "a string", int: "an integer", dict: "an object",
                list: "a list", bool: "a boolean"}
 
@@ -36,15 +34,17 @@ def read_json(request: webob.Request) -> dict:
         raise errors.ApiError(413, f"request body: {length} bytes, the "
                               f"limit is {MAX_BODY}")
     raw = _read(request)
-    if _too_deep(raw):
-        raise errors.bad_request("request body", "JSON nested deeper "
-                                 f"than {MAX_DEPTH} levels")
     try:
         value = json.loads(raw.decode("utf-8"),
                            parse_constant=_refuse_constant)
     except (UnicodeDecodeError, ValueError) as e:
         raise errors.bad_request("request body",
                                  f"malformed JSON: {e}") from None
+    except RecursionError:
+        value = _TOO_DEEP  # deeper than the interpreter's stack
+    if value is _TOO_DEEP or _depth(value) > MAX_DEPTH:
+        raise errors.bad_request("request body", "JSON nested deeper "
+                                 f"than {MAX_DEPTH} levels")
     if not isinstance(value, dict):
         raise errors.bad_request("request body", "expected a JSON object")
     return value
@@ -63,14 +63,22 @@ def _read(request: webob.Request) -> bytes:
     return raw
 
 
-def _too_deep(raw: bytes) -> bool:
-    """More than MAX_DEPTH brackets open at once, outside strings."""
-    depth = 0
-    for bracket in _BRACKET.finditer(_STRING.sub(b'""', raw)):
-        depth += 1 if bracket.group() in b"[{" else -1
-        if depth > MAX_DEPTH:
-            return True
-    return False
+def _depth(value: object) -> int:
+    """How many arrays and objects deep ``value`` nests; iterative, in
+    one pass over its items."""
+    deepest = 0
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        children = (item.values() if isinstance(item, dict)
+                    else item if isinstance(item, list) else None)
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            break
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _refuse_constant(name: str) -> None:

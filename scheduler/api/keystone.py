@@ -17,6 +17,7 @@ LOG = logging.getLogger(__name__)
 
 #: keystonemiddleware's environment key of the validated token's plugin.
 TOKEN_AUTH_KEY = "keystone.token_auth"
+IDENTITY_STATUS_KEY = "HTTP_X_IDENTITY_STATUS"
 #: Fernet tokens are about 200 characters, JWS tokens under 1,000. A
 #: longer header is refused here: Keystone's own front server may answer
 #: it with a 400, which keystonemiddleware reports as Keystone down (503).
@@ -39,7 +40,12 @@ class KeystoneIdentity:
 
     def __call__(self, environ, start_response):
         plugin = environ.get(TOKEN_AUTH_KEY)
-        if plugin is not None and plugin.has_user_token:
+        # auth_token leaves the plugin of a token it then refused
+        # (expired in its cache, bind, access rules) and, with
+        # delay_auth_decision, passes the request on marked Invalid. The
+        # status is auth_token's own: the client's copy was removed.
+        confirmed = environ.get(IDENTITY_STATUS_KEY) == "Confirmed"
+        if confirmed and plugin is not None and plugin.has_user_token:
             user = plugin.user
             environ[access.IDENTITY_KEY] = access.Identity(
                 user.username, user.user_domain_id, user.user_domain_name,

@@ -99,7 +99,7 @@ def create_policy(ctx: Context) -> Reply:
     draft = policy_body.parse(data, _units(ctx), current=start)
     policy_body.validate(ctx.conf, draft)
     repo.name_taken(ctx.conf, ctx.session, draft.name)
-    row = repo.new_row(ctx.access.user)
+    row = repo.new_row(ctx.access.user, ctx.access.domain)
     repo.write(ctx.session, row, draft)
     shown = _one(ctx, row.id)
     return Reply(shown, status=201, etag=_etag(shown),
@@ -124,7 +124,8 @@ def _editable(ctx: Context, policy_id: str, rule: str
     clusters = shown["clusters"]
     # Attached to none: its creator's, or a cluster_admin of all's.
     manages = (ctx.access.manages(clusters) if clusters
-               else row.created_by == ctx.access.user
+               else (row.created_by, row.created_by_domain)
+               == (ctx.access.user, ctx.access.domain)
                or access.ALL_CLUSTERS in ctx.access.clusters)
     ctx.access.authorize(rule, {"manages_policy": access.flag(manages)})
     repo.check_if_match(ctx.request.headers.get("If-Match"), _etag(shown))

@@ -187,11 +187,13 @@ def write(session: Session, row: models.SchedulingPolicy,
     api_sql.bump_generation(session)
 
 
-def new_row(created_by: str | None) -> models.SchedulingPolicy:
+def new_row(created_by: str | None,
+            created_by_domain: str = "") -> models.SchedulingPolicy:
     now = models.utcnow()
     return models.SchedulingPolicy(id=str(uuid.uuid4()), version=1,
-                                   created_by=created_by, created_at=now,
-                                   updated_at=now)
+                                   created_by=created_by,
+                                   created_by_domain=created_by_domain,
+                                   created_at=now, updated_at=now)
 
 
 def bump_version(session: Session, row: models.SchedulingPolicy,

@@ -73,9 +73,9 @@ def add_parser(subparsers) -> None:
         "on every cluster, *). Prints the permission's id.")
     add.add_argument("--user", required=True, help="user name, as "
                      "authenticated (htpasswd or Keystone)")
-    add.add_argument("--domain", help="the user's Keystone domain, id or "
-                     "name (default: none: an htpasswd user, or a Keystone "
-                     "user of the 'default' domain)")
+    add.add_argument("--domain", help="the id of the user's Keystone "
+                     "domain (default: none: an htpasswd user, or a "
+                     "Keystone user of the 'default' domain)")
     add.add_argument("--role", required=True, choices=store.ROLES)
     add.add_argument("--cluster", help="cluster name (default: *, all; "
                      "admin is always *)")

@@ -199,6 +199,10 @@ class SchedulingPolicy(Base):
                                             default="{}")
     version: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
     created_by: Mapped[str | None] = mapped_column(String(255))
+    #: The creator's Keystone domain id (empty: htpasswd or default).
+    created_by_domain: Mapped[str] = mapped_column(String(64),
+                                                   nullable=False,
+                                                   default="")
     created_at: Mapped[datetime.datetime] = mapped_column(
         PreciseDateTime, nullable=False, default=utcnow)
     updated_at: Mapped[datetime.datetime] = mapped_column(

@@ -2,7 +2,6 @@
 by the REST API and ``scheduler-manage permission``."""
 
 import uuid
-from collections.abc import Collection
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -49,32 +48,24 @@ def check(user: object, role: object, cluster: object,
           "printable characters, or *")
     if domain != NO_DOMAIN:
         _name("domain", domain, _MAX_DOMAIN, "expected a Keystone domain "
-              f"id or name of at most {_MAX_DOMAIN} printable characters, "
-              "or null")
+              f"id of at most {_MAX_DOMAIN} printable characters, or null")
     if role == "admin" and cluster != ALL_CLUSTERS:
         raise InvalidPermission("cluster", "admin is system-wide: expected *")
 
 
+def domain_key(domain_id: str | None) -> str:
+    """What ``user_domain`` holds for a user of Keystone domain
+    ``domain_id``: nothing for the default domain, as for an htpasswd
+    user (None)."""
+    return NO_DOMAIN if domain_id in (None, DEFAULT_DOMAIN_ID) else domain_id
+
+
 def of_user(session: Session, user: str,
-            domains: Collection[str] = (NO_DOMAIN,)
-            ) -> Sequence[models.Permission]:
-    """The grants of ``user`` of one of ``domains`` (see
-    ``domains_of``)."""
+            domain: str = NO_DOMAIN) -> Sequence[models.Permission]:
+    """The grants of ``user`` of ``domain`` (a ``domain_key``)."""
     return session.scalars(sa.select(models.Permission).where(
         models.Permission.user_name == user,
-        models.Permission.user_domain.in_(list(domains)))).all()
-
-
-def domains_of(domain_id: str | None, domain_name: str | None) -> set[str]:
-    """The ``user_domain`` values that name a user's domain: its id and
-    its name for a Keystone user (and no domain for the ``default``
-    one); no domain for an htpasswd user."""
-    if domain_id is None and domain_name is None:
-        return {NO_DOMAIN}
-    domains = {d for d in (domain_id, domain_name) if d}
-    if domain_id == DEFAULT_DOMAIN_ID:
-        domains.add(NO_DOMAIN)
-    return domains
+        models.Permission.user_domain == domain)).all()
 
 
 def list_all(session: Session) -> Sequence[models.Permission]:
@@ -87,9 +78,10 @@ def add(session: Session, user: str, role: str,
         cluster: str = ALL_CLUSTERS,
         domain: str | None = None) -> models.Permission:
     """Grant; raises InvalidPermission for bad values and LookupError with
-    the existing id for a duplicate. ``domain`` None: no domain."""
-    domain = NO_DOMAIN if domain is None else domain
-    check(user, role, cluster, domain)
+    the existing id for a duplicate. ``domain``: a Keystone domain id
+    (None or the default domain's: none)."""
+    check(user, role, cluster, NO_DOMAIN if domain is None else domain)
+    domain = domain_key(domain or None)
     existing = session.scalars(sa.select(models.Permission).where(
         models.Permission.user_name == user,
         models.Permission.user_domain == domain,

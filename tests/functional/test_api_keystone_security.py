@@ -97,13 +97,30 @@ def test_grants_are_of_one_domain(keystone, tmp_path, write_config,
     assert api.call("PUT", "/v1/clusters/c1", attach, user=None,
                     headers=token(other_carol)).status == 403
     granted = api.call("POST", "/v1/permissions", {
-        "user": carol, "domain": other_name, "role": "cluster_admin",
+        "user": carol, "domain": other, "role": "cluster_admin",
         "cluster": "c2"}, user=None, headers=token(admin))
-    assert granted.status == 201 and granted.body["domain"] == other_name
+    assert granted.status == 201 and granted.body["domain"] == other
     assert api.call("PUT", "/v1/clusters/c2", attach, user=None,
                     headers=token(other_carol)).status == 200
     assert api.call("PUT", "/v1/clusters/c2", attach, user=None,
                     headers=token(home_carol)).status == 403
+    # An unattached policy is its creator's: of her name and domain.
+    created = api.call("POST", "/v1/schedulingpolicies", {
+        "name": unique("carols"), "weights": [
+            {"unit": "RAMWeigher", "factor": -1}]},
+        user=None, headers=token(home_carol))
+    assert created.status == 201, created.body
+    path = f"/v1/schedulingpolicies/{created.body['id']}"
+    edit = dict(created.body, description="taken over")
+    for read_only in ("id", "version", "locked", "clusters",
+                      "created_by"):
+        edit.pop(read_only, None)
+    assert api.call("PUT", path, edit, user=None,
+                    headers=token(other_carol)).status == 403
+    assert api.call("DELETE", path, user=None,
+                    headers=token(other_carol)).status == 403
+    assert api.call("PUT", path, edit, user=None,
+                    headers=token(home_carol)).status == 200
 
 
 def test_a_revoked_token_stops_working_within_the_cache_time(

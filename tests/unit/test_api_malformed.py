@@ -214,3 +214,26 @@ def test_get_and_delete_without_a_body_need_no_type(app):  # noqa: F811
 
 def test_405_before_415(app):  # noqa: F811
     assert call(app, "PATCH", "/v1/clusters").status_int == 405
+
+
+@pytest.mark.parametrize("raw", [
+    # Unterminated strings of escaped quotes: linear, not quadratic.
+    b'{"a": "' + b'\\"' * 500_000,
+    b'"' + b'\\"' * 500_000,
+    b'[' * 1_000_000,
+    b'{"a":' * 200_000,
+])
+def test_a_megabyte_of_pathological_json_is_refused(app, raw):  # noqa: F811
+    # A quadratic scan of these (the regular expression this replaced)
+    # took about an hour of CPU for one request, holding the GIL.
+    response = call(app, "POST", "/v1/schedulingpolicies", raw=raw)
+    assert response.status_int == 400
+    assert response.json["error"]["message"].startswith("request body: ")
+
+
+def test_null_and_deep_bodies_are_told_apart(app):  # noqa: F811
+    null = call(app, "POST", "/v1/schedulingpolicies", raw=b"null")
+    assert "expected a JSON object" in null.json["error"]["message"]
+    deep = call(app, "POST", "/v1/schedulingpolicies",
+                raw=b'{"a":' + b"[" * 40 + b"]" * 40 + b"}")
+    assert "nested deeper than 32" in deep.json["error"]["message"]

@@ -1,11 +1,11 @@
-"""The Keystone domain of a permission's user.
+"""The Keystone domain of a permission's user and of a policy's creator.
 
-Permissions matched on the user name alone, so that a user of another
-Keystone domain with the same name borrowed the grants. A permission
-now names the user's domain (a Keystone domain id or name, at most 64
-characters as Keystone's own); empty for an htpasswd user, and for a
+Permissions and the ownership of unattached policies matched on the user
+name alone, so that a user of another Keystone domain with the same name
+borrowed them. Both now name the user's domain by its id (at most 64
+characters, as Keystone's own); empty for an htpasswd user, and for a
 Keystone user of the ``default`` domain, which is what every existing
-grant meant.
+row meant.
 
 Revision ID: 0005
 Revises: 0004
@@ -36,3 +36,8 @@ def upgrade() -> None:
     with op.batch_alter_table("permissions") as batch:
         batch.create_unique_constraint(
             NEW_UNIQUE, ["user_name", "user_domain", "role", "cluster"])
+    with op.batch_alter_table("scheduling_policies") as batch:
+        batch.add_column(sa.Column("created_by_domain", sa.String(64),
+                                   nullable=False, server_default=""))
+    with op.batch_alter_table("scheduling_policies") as batch:
+        batch.alter_column("created_by_domain", server_default=None)
