@@ -197,6 +197,28 @@ def demo(conf: cfg.ConfigOpts) -> int:
 # One long function on purpose: it is a table of the subcommands and
 # their options, read top to bottom like the --help it produces.
 def _add_command_parsers(subparsers) -> None:
+    _add_db_parsers(subparsers)
+    _add_hosts_parsers(subparsers)
+    _add_explain_parser(subparsers)
+    _add_balance_parser(subparsers)
+    metrics_cmd.add_parser(subparsers)
+    permission_cmd.add_parser(subparsers)
+    config = subparsers.add_parser("config", help="Configuration commands.")
+    config_actions = config.add_subparsers(dest="action", metavar="ACTION")
+    config_actions.required = True
+    config_actions.add_parser(
+        "check", help="Check every option, policy and the migration "
+        "policies file; list every problem, one per line (exit 2), or "
+        "print 'configuration OK'. Connects to nothing.",
+    ).set_defaults(func=config_check)
+    simulate_cmd.add_parser(subparsers)
+    subparsers.add_parser(
+        "demo", help="Run the monitor, the scheduler service and a client "
+        "in one process on embedded defaults (SQLite, in-memory bus) and "
+        "print a few decisions.").set_defaults(func=demo)
+
+
+def _add_db_parsers(subparsers) -> None:
     db = subparsers.add_parser("db", help="Database schema commands.")
     db_actions = db.add_subparsers(dest="action", metavar="ACTION")
     db_actions.required = True
@@ -207,6 +229,8 @@ def _add_command_parsers(subparsers) -> None:
         "version", help="Print the schema revision of the database."
     ).set_defaults(func=db_version)
 
+
+def _add_hosts_parsers(subparsers) -> None:
     hosts = subparsers.add_parser("hosts", help="Compute node commands.")
     hosts_actions = hosts.add_subparsers(dest="action", metavar="ACTION")
     hosts_actions.required = True
@@ -228,6 +252,8 @@ def _add_command_parsers(subparsers) -> None:
                                    default="table")
     hosts_show_parser.set_defaults(func=hosts_show)
 
+
+def _add_explain_parser(subparsers) -> None:
     explain_parser = subparsers.add_parser(
         "explain", help="Dry-run one placement against the database and "
         "show why each host was removed or how it was weighed. Claims "
@@ -255,6 +281,8 @@ def _add_command_parsers(subparsers) -> None:
                                 "(default: %(default)s)")
     explain_parser.set_defaults(func=explain)
 
+
+def _add_balance_parser(subparsers) -> None:
     balance_parser = subparsers.add_parser(
         "balance", help="Run one balancing tick now: at most one migration "
         "per cluster whose policy has a balancer, claimed and recorded.")
@@ -269,25 +297,6 @@ def _add_command_parsers(subparsers) -> None:
     balance_parser.add_argument("--format", choices=output.FORMATS,
                                 default="table")
     balance_parser.set_defaults(func=balance)
-
-    metrics_cmd.add_parser(subparsers)
-    permission_cmd.add_parser(subparsers)
-
-    config = subparsers.add_parser("config", help="Configuration commands.")
-    config_actions = config.add_subparsers(dest="action", metavar="ACTION")
-    config_actions.required = True
-    config_actions.add_parser(
-        "check", help="Check every option, policy and the migration "
-        "policies file; list every problem, one per line (exit 2), or "
-        "print 'configuration OK'. Connects to nothing.",
-    ).set_defaults(func=config_check)
-
-    simulate_cmd.add_parser(subparsers)
-
-    subparsers.add_parser(
-        "demo", help="Run the monitor, the scheduler service and a client "
-        "in one process on embedded defaults (SQLite, in-memory bus) and "
-        "print a few decisions.").set_defaults(func=demo)
 
 
 #: Commands that read the schema: a database without it (or a SQLite

@@ -73,6 +73,33 @@ def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
     file's policy.
     """
     policies = dict(base.policies)
+    options_by_id = _stored_policies(conf, connection, policies)
+    for name in cluster_policy.config_policy_names(conf):
+        options_by_id.setdefault(policy_units.config_policy_id(name),
+                                 (name, {}))
+    mapping = dict(base.cluster_policies)
+    movement = {}
+    bandwidths: dict[str, str | int] = {}
+    for setting in policy_sql.cluster_settings(connection):
+        if setting["migration_policy"]:
+            movement[setting["cluster"]] = setting["migration_policy"]
+        bandwidth = _bandwidth(setting)
+        if bandwidth is not None:
+            bandwidths[setting["cluster"]] = bandwidth
+        found = options_by_id.get(setting["scheduling_policy_id"] or "")
+        if found is None:
+            continue
+        name = _cluster_policy(conf, policies, setting, *found)
+        if name is not None:
+            mapping[setting["cluster"]] = name
+    return cluster_policy.PolicySet(policies, mapping, base.default_policy,
+                                    movement, bandwidths)
+
+
+def _stored_policies(conf: cfg.ConfigOpts, connection: sa.Connection,
+                     policies: dict) -> dict[str, tuple[str, dict]]:
+    """Builds each stored policy into ``policies``; their options by
+    policy id."""
     options_by_id: dict[str, tuple[str, dict]] = {}
     for row, units in policy_sql.stored_policies(connection):
         options = options_of(row, units)
@@ -85,45 +112,42 @@ def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
                       row["name"], e)
             continue
         options_by_id[row["id"]] = (row["name"], options)
-    for name in cluster_policy.config_policy_names(conf):
-        options_by_id.setdefault(policy_units.config_policy_id(name),
-                                 (name, {}))
-    mapping = dict(base.cluster_policies)
-    movement = {}
-    bandwidths: dict[str, str | int] = {}
-    for setting in policy_sql.cluster_settings(connection):
-        if setting["migration_policy"]:
-            movement[setting["cluster"]] = setting["migration_policy"]
-        method = setting["bandwidth_method"]
-        if method == "custom" and setting["bandwidth_custom"]:
-            bandwidths[setting["cluster"]] = setting["bandwidth_custom"]
-        elif method in ("auto", "hypervisor_default"):
-            bandwidths[setting["cluster"]] = method
-        found = options_by_id.get(setting["scheduling_policy_id"] or "")
-        if found is None:
-            continue
-        name, options = found
-        try:
-            if name not in policies:
-                options = cluster_policy.config_options(conf, name)
-                policies[name] = cluster_policy.build_policy(
-                    conf, name, options)
-            elif not options:
-                options = cluster_policy.config_options(conf, name)
-            overrides = json.loads(setting["properties"] or "{}")
-            if overrides:
-                own = _with_overrides(conf, policies[name], options,
-                                      setting["cluster"], overrides)
-                policies[own.name] = own
-                name = own.name
-        except exception.ConfigError as e:
-            LOG.error("Policy %s of cluster %s is unusable, the cluster "
-                      "keeps its configured policy: %s", name,
-                      setting["cluster"], e)
-            continue
-        mapping[setting["cluster"]] = name
-    return cluster_policy.PolicySet(policies, mapping, base.default_policy,
-                                    movement, bandwidths)
+    return options_by_id
+
+
+def _bandwidth(setting: Mapping) -> str | int | None:
+    """A cluster's migration bandwidth setting, None for none."""
+    method = setting["bandwidth_method"]
+    if method == "custom" and setting["bandwidth_custom"]:
+        return setting["bandwidth_custom"]
+    if method in ("auto", "hypervisor_default"):
+        return method
+    return None
+
+
+def _cluster_policy(conf: cfg.ConfigOpts, policies: dict, setting: Mapping,
+                    name: str, options: dict) -> str | None:
+    """The name of the policy a cluster setting gives its cluster (its
+    own copy when the setting overrides properties), added to
+    ``policies``; None, logged, when it is unusable."""
+    try:
+        if name not in policies:
+            options = cluster_policy.config_options(conf, name)
+            policies[name] = cluster_policy.build_policy(conf, name, options)
+        elif not options:
+            options = cluster_policy.config_options(conf, name)
+        overrides = json.loads(setting["properties"] or "{}")
+        if overrides:
+            own = _with_overrides(conf, policies[name], options,
+                                  setting["cluster"], overrides)
+            policies[own.name] = own
+            name = own.name
+    except exception.ConfigError as e:
+        LOG.error("Policy %s of cluster %s is unusable, the cluster "
+                  "keeps its configured policy: %s", name,
+                  setting["cluster"], e)
+        return None
+    return name
 
 
 def current_policy_set(conf: cfg.ConfigOpts) -> cluster_policy.PolicySet:
