@@ -18,6 +18,7 @@ from scheduler.cmd import common
 from scheduler.cmd import demo as demo_mod
 from scheduler.cmd import manage_args
 from scheduler.cmd import metrics as metrics_cmd
+from scheduler.cmd import migration_policy as migration_policy_cmd
 from scheduler.cmd import output
 from scheduler.cmd import permission as permission_cmd
 from scheduler.cmd import simulate as simulate_cmd
@@ -203,6 +204,7 @@ def _add_command_parsers(subparsers) -> None:
     _add_balance_parser(subparsers)
     metrics_cmd.add_parser(subparsers)
     permission_cmd.add_parser(subparsers)
+    migration_policy_cmd.add_parser(subparsers)
     config = subparsers.add_parser("config", help="Configuration commands.")
     config_actions = config.add_subparsers(dest="action", metavar="ACTION")
     config_actions.required = True

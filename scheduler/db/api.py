@@ -8,7 +8,6 @@ from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 from sqlalchemy.engine import make_url
-from sqlalchemy.orm import sessionmaker
 
 from scheduler import exception
 
@@ -97,10 +96,6 @@ def get_engine(conf: cfg.ConfigOpts, pre_ping: bool = True) -> Engine:
                                  pre_ping, synchronous)
             _engines[key] = engine
         return engine
-
-
-def get_sessionmaker(conf: cfg.ConfigOpts) -> sessionmaker:
-    return sessionmaker(bind=get_engine(conf), expire_on_commit=False)
 
 
 def dispose_engines() -> None:

@@ -199,20 +199,3 @@ def _diurnal_arrivals(rng: np.random.Generator, count: int,
 def day_wave(seconds: np.ndarray) -> np.ndarray:
     """-1 at 02:00, +1 at 14:00 of each simulated day."""
     return np.sin(2 * np.pi * (seconds - 8 * 3600) / DAY)
-
-
-def write_vmtable(workload: Workload, path: str) -> None:
-    """Write ``workload`` as a vmtable CSV (the sample trace)."""
-    with open(path, "w", newline="", encoding="utf-8") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
-        for i in range(len(workload)):
-            writer.writerow((
-                f"vm{i:06d}", "sub0", f"dep{i // 10:05d}",
-                round(float(workload.created[i])),
-                round(float(workload.deleted[i])),
-                f"{workload.maxcpu[i]:.2f}", f"{workload.avgcpu[i]:.2f}",
-                f"{workload.p95maxcpu[i]:.2f}",
-                "Interactive" if workload.interactive[i]
-                else "Delay-insensitive",
-                int(workload.cores[i]),
-                f"{workload.memory_mb[i] / 1024:g}"))

@@ -2,6 +2,7 @@
 
 import pytest
 
+from scheduler.cmd import migration_policy as migration_policy_cmd
 from scheduler.policies.migration import convergence
 from scheduler.policies.migration import policies
 
@@ -88,3 +89,13 @@ def test_nothing_follows_a_final_action(last_items, expected):
     # Without convergence items the last items start at the first stall.
     assert [player.on_stalled(1), player.on_stalled(2)] == expected
     assert player.finished
+
+
+def test_the_manage_command_plays_a_schedule_to_its_end():
+    steps = migration_policy_cmd.played(BUILTINS["minimal_downtime"])
+    assert steps == [
+        ("before start", "setDowntime 100"),
+        ("stalled 1", "setDowntime 150"), ("stalled 2", "setDowntime 200"),
+        ("stalled 3", "setDowntime 300"), ("stalled 4", "setDowntime 400"),
+        ("stalled 6", "setDowntime 500"), ("stalled 7", "abort")]
+    assert migration_policy_cmd.played(BUILTINS["legacy"]) == []

@@ -1,5 +1,7 @@
 """The vmtable reader and the synthetic workload."""
 
+import csv
+
 import numpy as np
 import pytest
 
@@ -53,7 +55,7 @@ def test_unreadable_or_empty_trace_is_a_trace_error(tmp_path):
 def test_written_trace_reads_back(tmp_path):
     work = trace.synthetic(50, seed=3, duration=3600)
     path = str(tmp_path / "out.csv")
-    trace.write_vmtable(work, path)
+    write_vmtable(work, path)
     back = trace.read_vmtable(path)
     assert len(back) == 50 and back.skipped == []
     assert back.cores.tolist() == work.cores.tolist()
@@ -76,3 +78,20 @@ def test_synthetic_is_seeded_and_shaped_like_the_dataset():
     assert work.maxcpu.max() <= 100
     # A third already runs in the first ten minutes.
     assert np.mean(work.created < 600) == pytest.approx(0.3, abs=0.02)
+
+
+def write_vmtable(workload: trace.Workload, path: str) -> None:
+    """Write ``workload`` as a vmtable CSV (the sample trace)."""
+    with open(path, "w", newline="", encoding="utf-8") as stream:
+        writer = csv.writer(stream, lineterminator="\n")
+        for i in range(len(workload)):
+            writer.writerow((
+                f"vm{i:06d}", "sub0", f"dep{i // 10:05d}",
+                round(float(workload.created[i])),
+                round(float(workload.deleted[i])),
+                f"{workload.maxcpu[i]:.2f}", f"{workload.avgcpu[i]:.2f}",
+                f"{workload.p95maxcpu[i]:.2f}",
+                "Interactive" if workload.interactive[i]
+                else "Delay-insensitive",
+                int(workload.cores[i]),
+                f"{workload.memory_mb[i] / 1024:g}"))
