@@ -23,8 +23,8 @@ from scheduler import exception
 from scheduler.api import access
 from scheduler.api import errors
 from scheduler.api import keystone
+from scheduler.common.abridge import short
 from scheduler.conf import api as api_conf
-from scheduler.request.messages import short
 
 LOG = logging.getLogger(__name__)
 _CHALLENGE = {"WWW-Authenticate": 'Basic realm="scheduler-api"'}

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import webob
 
 from scheduler.api import errors
+from scheduler.common.abridge import abridged
 
 #: DESIGN §12: larger bodies get 413 before they are read in full.
 MAX_BODY = 1024 * 1024
@@ -20,11 +21,6 @@ MAX_DEPTH = 32
 _TOO_DEEP = object()
 _TYPE_NAMES = {str: "a string", int: "an integer", dict: "an object",
                list: "a list", bool: "a boolean"}
-
-
-def _short(value: object) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def read_json(request: webob.Request) -> dict:
@@ -104,7 +100,7 @@ def typed(path: str, value: object, kind: type,
         return value
     expected = _TYPE_NAMES[kind] + (" or null" if nullable else "")
     raise errors.bad_request(path, f"expected {expected}, got "
-                             f"{_short(value)}")
+                             f"{abridged(json.dumps(value))}")
 
 
 def text(path: str, value: object, max_length: int = 255,
@@ -128,4 +124,4 @@ def choice(path: str, value: object, choices: Sequence[str | None]) -> object:
         return value
     names = ", ".join("null" if c is None else c for c in choices)
     raise errors.bad_request(path, f"expected one of {names}, got "
-                             f"{_short(value)}")
+                             f"{abridged(json.dumps(value))}")

@@ -9,8 +9,8 @@ from scheduler.api import rules
 from scheduler.api.router import Context
 from scheduler.api.router import Reply
 from scheduler.api.router import Router
+from scheduler.common.abridge import short
 from scheduler.db import permissions as store
-from scheduler.request.messages import short
 
 LOG = logging.getLogger(__name__)
 

@@ -45,6 +45,7 @@ from oslo_log import log as logging
 
 from scheduler import exception
 from scheduler.common import observability
+from scheduler.common.abridge import abridged
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters import checked_verdicts
@@ -71,9 +72,7 @@ class PluginError(exception.SchedulerError):
 def describe(error: BaseException) -> str:
     """``KeyError: 'cpu.percent'``, on one line and bounded: it goes into
     histograms, explain output and one-line errors."""
-    text = " ".join(str(error).split())
-    if len(text) > 120:
-        text = text[:117] + "..."
+    text = abridged(" ".join(str(error).split()), 120)
     name = type(error).__name__
     return f"{name}: {text}" if text else name
 

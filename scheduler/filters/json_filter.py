@@ -32,6 +32,7 @@ import math
 import operator
 
 from compute_monitor.base import METRIC_NAME_RE
+from scheduler.common.abridge import abridged
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.hosts.state import HostState
@@ -90,9 +91,8 @@ class InvalidQuery(extra_specs.InvalidExtraSpec):
     """The ``query`` scheduler hint is not a valid JsonFilter query."""
 
     def __init__(self, query: object, problem: str):
-        text = query if isinstance(query, str) else repr(query)
-        if len(text) > 200:
-            text = text[:200] + "..."
+        text = abridged(query if isinstance(query, str) else repr(query),
+                        203)
         super().__init__("query", query, problem,
                          f"invalid scheduler hint query={text}: {problem}")
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 
 from oslo_log import log as logging
 
+from scheduler.common.abridge import short
 from scheduler.hosts import metric_entries
 from scheduler.hosts import state as hm
 
@@ -46,12 +47,12 @@ def decode(entries: Iterable[dict], problems: list[str]
     for entry in entries:
         instance, name = entry.get("instance"), entry.get("name")
         if not isinstance(instance, str) or not instance:
-            problems.append(f"instance entry {metric_entries.short(entry)} "
+            problems.append(f"instance entry {short(entry)} "
                             "names no instance")
             continue
         if not isinstance(name, str) or not name.startswith(PREFIX):
             problems.append(f"instance {instance}: entry name "
-                            f"{metric_entries.short(name)} does not begin "
+                            f"{short(name)} does not begin "
                             f"with '{PREFIX}'")
             continue
         metrics = found.setdefault(instance, {})

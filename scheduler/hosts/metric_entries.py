@@ -5,12 +5,8 @@ what is wrong with it."""
 import datetime
 import math
 
+from scheduler.common.abridge import short
 from scheduler.hosts.state import is_number
-
-
-def short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def parse_timestamp(value: object) -> datetime.datetime | None:

@@ -6,24 +6,12 @@ this module words it: ``request_spec.flavor.vcpus: 'two' is not of type
 megabyte of it for a huge list); these quote it abbreviated.
 """
 
-import reprlib
-
 import jsonschema
 
+from scheduler.common.abridge import abridged
+from scheduler.common.abridge import short
 from scheduler.request.schema import DRAFT
 from scheduler.request.values import field
-
-_short_repr = reprlib.Repr()
-_short_repr.maxstring = 60
-_short_repr.maxother = 60
-_short_repr.maxlist = _short_repr.maxtuple = 5
-_short_repr.maxdict = 5
-_short_repr.maxlevel = 3
-
-
-def short(value: object) -> str:
-    """``value`` abbreviated for an error message."""
-    return _short_repr.repr(value)
 
 
 def _type_keyword(validator, types, instance, schema):
@@ -128,9 +116,7 @@ def describe(error: jsonschema.ValidationError, root: str) -> str:
         extra = sorted(str(k) for k in instance if k not in known)
         return (f"{field(root, path + extra[:1])}: unknown key (expected "
                 f"one of {', '.join(known)})")
-    message = error.message
-    if len(message) > 200:
-        message = message[:197] + "..."
+    message = abridged(error.message, 200)
     if "propertyNames" in error.relative_schema_path:
         message = f"key {message}"
     return f"{field(root, path)}: {message}"

@@ -39,6 +39,7 @@ import jsonschema
 import jsonschema_rs
 
 from scheduler import exception
+from scheduler.common.abridge import short
 from scheduler.request import messages
 from scheduler.request import values as request_values
 from scheduler.request.schema import DRAFT
@@ -182,11 +183,11 @@ def _check_query(query: object) -> None:
             stack.extend((child, depth + 1) for child in node)
         elif isinstance(node, dict):
             raise exception.InvalidRequest(
-                f"{_QUERY_FIELD}: {messages.short(node)} is an object; a "
+                f"{_QUERY_FIELD}: {short(node)} is an object; a "
                 "query holds lists, strings, numbers, booleans and null")
         elif isinstance(node, str) and len(node) > _MAX_QUERY_STRING:
             raise exception.InvalidRequest(
-                f"{_QUERY_FIELD}: {messages.short(node)} is too long "
+                f"{_QUERY_FIELD}: {short(node)} is too long "
                 f"({len(node)} characters, at most {_MAX_QUERY_STRING})")
 
 
@@ -230,9 +231,9 @@ def check_instance_uuid(instance_uuid: object) -> None:
     argument of ``release``)."""
     if not isinstance(instance_uuid, str):
         raise exception.InvalidRequest(
-            f"instance_uuid: {messages.short(instance_uuid)} is not of "
+            f"instance_uuid: {short(instance_uuid)} is not of "
             "type 'string'")
     if not DRAFT.FORMAT_CHECKER.conforms(instance_uuid, "uuid"):
         raise exception.InvalidRequest(
-            f"instance_uuid: {messages.short(instance_uuid)} is not a "
+            f"instance_uuid: {short(instance_uuid)} is not a "
             "'uuid'")

@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 
 from scheduler import exception
+from scheduler.common.abridge import abridged
 
 
 def field(root: str, path: Sequence) -> str:
@@ -33,7 +34,7 @@ def field(root: str, path: Sequence) -> str:
             text += f"[{part}]"
         else:
             part = str(part)
-            text += "." + (part if len(part) <= 64 else part[:61] + "...")
+            text += "." + abridged(part, 64)
     return text
 
 
@@ -54,8 +55,7 @@ def text_problem(text: str) -> str | None:
 
 def _shown(value: object) -> str:
     # ascii(): the message itself must be printable and encodable.
-    shown = ascii(value)
-    return shown if len(shown) <= 80 else shown[:77] + "..."
+    return abridged(ascii(value), 80)
 
 
 def check(value: object, root: str) -> None:

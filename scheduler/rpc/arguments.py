@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from scheduler import exception
 from scheduler.common import observability
-from scheduler.request import messages
+from scheduler.common.abridge import short
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -47,7 +47,7 @@ def problem(method: str, parameters: list[inspect.Parameter],
     if unknown:
         return exception.InvalidRequest(
             # The name is the client's: abbreviated, whatever its size.
-            f"{method}: unknown argument {messages.short(unknown[0])} "
+            f"{method}: unknown argument {short(unknown[0])} "
             f"(expected "
             f"{', '.join(names) or 'none'})")
     missing = [p.name for p in parameters

@@ -13,7 +13,6 @@ The process that serves it is ``scheduler.rpc.server``.
 """
 
 import re
-import reprlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,16 +24,12 @@ from oslo_log import log as logging
 from scheduler import exception
 from scheduler import rpc
 from scheduler.common import observability
-from scheduler.request import messages
+from scheduler.common.abridge import short
 from scheduler.request import values as request_values
 from scheduler.rpc import arguments
 
 LOG = logging.getLogger(__name__)
 
-_short_repr = reprlib.Repr()
-_short_repr.maxstring = _short_repr.maxother = 40
-_short_repr.maxlist = _short_repr.maxtuple = _short_repr.maxdict = 3
-_short_repr.maxlevel = 2
 
 
 class Notifier(Protocol):
@@ -68,9 +63,7 @@ def _wrong_type(name: str, value: object, expected: str
                 ) -> exception.InvalidRequest:
     # Worded like the manager's schema errors, bounded whatever the size
     # of the value.
-    shown = _short_repr.repr(value)
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
+    shown = short(value, 80)
     return exception.InvalidRequest(
         f"{name}: {shown} is not of type {expected!r}")
 
@@ -105,7 +98,7 @@ def request_id(ctxt: object) -> str:
         value = ctxt["request_id"]
         if isinstance(value, str) and _PLAIN_ID.fullmatch(value):
             return value
-        return messages.short(value)
+        return short(value)
     return "-"
 
 

@@ -12,12 +12,12 @@ import msgspec
 import orjson
 from oslo_log import log as logging
 
+from scheduler.common.abridge import short
 from scheduler.db.host_queries import NodeRow
 from scheduler.hosts import instance_metrics as instance_metrics_mod
 from scheduler.hosts.metric_entries import cached_timestamp
 from scheduler.hosts.metric_entries import reading
 from scheduler.hosts.metric_entries import recent_stamps
-from scheduler.hosts.metric_entries import short
 from scheduler.hosts.state import Metric
 
 # The host cache's warnings keep the logger name they have always had:
