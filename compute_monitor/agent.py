@@ -82,8 +82,8 @@ def _invalid_reason(entry) -> str | None:
     name, value = entry["name"], entry["value"]
     if not isinstance(name, str) or not base.METRIC_NAME_RE.match(name):
         return f"name {name!r} is not dotted lower case"
-    # DESIGN §11: instance.* entries measure one instance, keyed by its
-    # uuid; the scheduler keeps them apart from the host's metrics.
+    # docs/operator-guide.md: instance.* entries measure one instance, keyed by
+    # its uuid; the scheduler keeps them apart from the host's metrics.
     instance = entry.get("instance")
     if "instance" in entry and (not isinstance(instance, str)
                                 or not instance.strip()):

@@ -9,7 +9,8 @@ from oslo_config import cfg
 from compute_monitor import units
 
 METRIC_NAME_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
-#: Names of instance entries (DESIGN §11), which carry ``"instance"``.
+#: Names of instance entries (docs/operator-guide.md), which carry
+#: ``"instance"``.
 INSTANCE_PREFIX = units.INSTANCE_PREFIX
 
 

@@ -217,8 +217,8 @@ class SchedulerManager:
     # explain / release
 
     def explain(self, request_spec: dict) -> dict:
-        """The decision for one instance without claiming (DESIGN §7
-        JSON form: selected, summary, hosts)."""
+        """The decision for one instance without claiming
+        (docs/operator-guide.md JSON form: selected, summary, hosts)."""
         spec_dict, _ = validate_request(request_spec)
         spec = self._spec(spec_dict)
         policies, _ = self._active

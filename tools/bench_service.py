@@ -43,7 +43,7 @@ p50 <= echo p50 + 2 ms at 1,000 hosts. Extra fields: ``errors`` (failed
 calls), ``server_cpu_ms`` (CPU time of the server process per call),
 ``conflict_rate`` (select cases: the fraction of the timed calls' claims
 that found their host taken by a concurrent worker and had to try
-another, DESIGN §9: the service's ``scheduler_claim_conflicts_total``
+another, docs/scaling.md: the service's ``scheduler_claim_conflicts_total``
 over that plus ``scheduler_claims_total``, scraped from its Prometheus
 exporter on a free local port before and after the timed calls),
 ``db_cpu_ms`` (select cases, PostgreSQL on this machine: CPU time of the
@@ -143,8 +143,8 @@ NOTIFICATION_PRIORITIES = ("audit", "debug", "info", "warn", "error",
 
 def _messaging() -> ModuleType:
     """oslo_messaging, imported only after ``scheduler.rpc`` selected the
-    threading backend (DESIGN §8): a top-level import would be sorted
-    before it and pick eventlet."""
+    threading backend (docs/architecture.md): a top-level import would be
+    sorted before it and pick eventlet."""
     import oslo_messaging
 
     return oslo_messaging

@@ -18,7 +18,7 @@ class FileMonitor(base.ResourceMonitorPluginBase):
     or a list of ``{"name": ..., "value": ..., "timestamp": ...}`` entries
     (timestamp optional, defaults to the time of reading); an entry of
     the list may measure one instance (``{"name": "instance.cpu.percent",
-    "value": 35, "instance": "<uuid>"}``, DESIGN §11). A missing or
+    "value": 35, "instance": "<uuid>"}``, docs/operator-guide.md). A missing or
     malformed file logs a warning and reports nothing; single bad entries
     are left for the agent to reject.
     """

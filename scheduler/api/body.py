@@ -13,7 +13,7 @@ import webob
 from scheduler.api import errors
 from scheduler.common.abridge import abridged
 
-#: DESIGN §12: larger bodies get 413 before they are read in full.
+#: docs/api.md: larger bodies get 413 before they are read in full.
 MAX_BODY = 1024 * 1024
 #: Deeper bodies get 400; the API's own bodies nest 3 levels. json.loads
 #: recurses once per level: far deeper ones end in its RecursionError.

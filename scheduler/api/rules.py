@@ -1,6 +1,6 @@
 """Authorization rules (oslo.policy), defaults in code.
 
-The rules map oVirt's action groups (DESIGN §12) to roles. Roles come
+The rules map oVirt's action groups (docs/api.md) to roles. Roles come
 from the ``permissions`` table ({user, role, cluster or *}), and
 Keystone's system-scope ``admin`` counts as ``admin``. Cluster-bound
 checks are computed per request into the target: ``manages_policy``

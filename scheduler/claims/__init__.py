@@ -1,6 +1,6 @@
 """Claims: resources an instance holds on a compute node, in the database.
 
-The database is the single source of truth (DESIGN §6): whatever the
+The database is the single source of truth (docs/architecture.md): whatever the
 schedulers' caches say, a claim is only made in a short transaction that
 
 1. bumps the node's ``generation`` and ``changed_at``, which locks its

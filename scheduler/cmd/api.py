@@ -1,4 +1,4 @@
-"""``scheduler-api``: the scheduling policies REST API (DESIGN §12),
+"""``scheduler-api``: the scheduling policies REST API (docs/api.md),
 served by waitress (scheduler.api.server) when run directly."""
 
 import sys

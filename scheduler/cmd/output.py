@@ -291,7 +291,8 @@ def migrations(planned: Sequence[dict], fmt: str, dry_run: bool) -> str:
     each); JSON gives the dicts whole."""
     if fmt == "json":
         return _json(list(planned))
-    # .get: the load (DESIGN §11) is missing from older services' answers.
+    # .get: the load (docs/operator-guide.md) is missing from older services'
+    # answers.
     rows = [[m.get(column) for column in MIGRATION_COLUMNS]
             for m in planned]
     if fmt == "csv":

@@ -1,4 +1,5 @@
-"""``scheduler-service``: serves the scheduler's RPC API (DESIGN §5).
+"""``scheduler-service``: serves the scheduler's RPC API
+(docs/architecture.md).
 
 One worker process per CPU by default, as Nova's scheduler; ``[scheduler]
 workers`` sets the number. Several workers run under oslo.service's
@@ -12,7 +13,7 @@ start for another reason.
 
 oslo.messaging and oslo.service are only used through ``scheduler.rpc``,
 which must select oslo.service's threading backend before they are
-imported (DESIGN §8).
+imported (docs/architecture.md).
 """
 
 import os
@@ -51,7 +52,7 @@ DESCRIPTION = (
 LOG = logging.getLogger(__name__)
 
 # kombu transports that lose messages between processes under
-# oslo.messaging (DESIGN §3).
+# oslo.messaging (docs/operator-guide.md).
 _LOSSY_TRANSPORTS = ("kombu+sqlalchemy", "kombu+sqla", "kombu+filesystem")
 
 

@@ -1,5 +1,5 @@
 """Options of the [api] group: the scheduling policies REST API
-(``scheduler-api``, DESIGN §12)."""
+(``scheduler-api``, docs/api.md)."""
 
 import copy
 import importlib.metadata

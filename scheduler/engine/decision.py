@@ -77,7 +77,8 @@ class Decision:
         return self._results
 
     def as_dict(self) -> dict:
-        """The JSON form of DESIGN §7 (``explain --format json``)."""
+        """The JSON form of ``explain --format json``
+        (docs/operator-guide.md)."""
         return {
             "selected": [h.host for h in self.selected],
             "summary": self.summary,

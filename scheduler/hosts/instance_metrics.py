@@ -1,12 +1,11 @@
 """Instance entries of a node's metrics: measurements of one instance.
 
-A metrics entry carrying ``"instance": "<uuid>"`` (DESIGN §11) measures
-that instance on the node, under a name beginning ``instance.``:
+A metrics entry carrying ``"instance": "<uuid>"`` (docs/operator-guide.md)
+measures that instance on the node, under a name beginning ``instance.``:
 ``instance.cpu.percent`` (percent of the instance's own vCPUs),
-``instance.memory.used`` (bytes). The host manager hands such entries
-here when it decodes a row, so that they land in
-``HostState.instance_metrics`` and never among the host's metrics, which
-filters and weighers read.
+``instance.memory.used`` (bytes). The host manager hands such entries here when
+it decodes a row, so that they land in ``HostState.instance_metrics`` and never
+among the host's metrics, which filters and weighers read.
 
 An entry only counts for an instance the scheduler has a claim for on
 that node: a uuid it does not know (an instance started behind its back,

@@ -1,5 +1,5 @@
-"""One entry of a node's metrics list (DESIGN §2, §11), as the host cache
-and the instance metrics read it: its value, timestamp and source, or
+"""One entry of a node's metrics list (docs/operator-guide.md), as the host
+cache and the instance metrics read it: its value, timestamp and source, or
 what is wrong with it."""
 
 import datetime

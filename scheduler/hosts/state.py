@@ -77,9 +77,10 @@ class HostState:
     metrics: dict[str, Metric] = dataclasses.field(default_factory=dict)
     #: Names of reported metrics that were malformed (not numbers).
     bad_metrics: frozenset[str] = frozenset()
-    #: Valid instance entries of the last report (DESIGN §11), by instance
-    #: uuid and name; read through ``scheduler.hosts.instance_metrics``, never
-    #: by host filters and weighers.
+    #: Valid instance entries of the last report (docs/operator-guide.md),
+    #: by instance uuid and name; read through
+    #: ``scheduler.hosts.instance_metrics``, never by host filters and
+    #: weighers.
     instance_metrics: Mapping[str, Mapping[str, Metric]] = \
         dataclasses.field(default_factory=dict)
     disabled: bool = False

@@ -40,7 +40,8 @@ class PeriodicBalancer:
             return False
         # oslo.service picks its backend when a looping call is first
         # looked up, eventlet unless told otherwise: the service runs on
-        # threads (DESIGN §8), and a greenthread would never run in it.
+        # threads (docs/architecture.md), and a greenthread would never run in
+        # it.
         messaging_conf.use_threading_backend()
         from oslo_service import loopingcall
 

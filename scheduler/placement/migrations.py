@@ -53,8 +53,8 @@ class PlannedMigration:
     #: ``[migration] bandwidth``); None lets the hypervisor decide. Worked
     #: out when planned, not stored.
     bandwidth_mbps: int | None = None
-    #: The instance's CPU load the balancer counted (DESIGN §11), in busy
-    #: vCPUs and in % of its own vCPUs, and whether it was ``measured``
+    #: The instance's CPU load the balancer counted (docs/operator-guide.md),
+    #: in busy vCPUs and in % of its own vCPUs, and whether it was ``measured``
     #: (a fresh instance.cpu.percent) or ``assumed`` (all vCPUs busy).
     #: Known when planned, not stored: None for migrations read back.
     load_vcpus: float | None = None

@@ -2,13 +2,13 @@
 
 Two families of extra specs constrain where an instance may land:
 
-* ``<scope>:<metric>`` (scope ``resources`` by default, DESIGN §4): ``max``
-  or ``min`` asks the weigher to prefer hosts with the largest (smallest)
-  value of the metric; ``<op><quantity>`` is a hard threshold checked by
-  ResourcesThresholdFilter. Quantities take SI suffixes ``K M G T``
-  (10^3 .. 10^12) and binary ones ``Ki Mi Gi Ti`` (2^10 .. 2^40), case
-  insensitive, so ``m`` is mega, never milli. ``=`` and ``==`` both mean
-  equal here.
+* ``<scope>:<metric>`` (scope ``resources`` by default,
+docs/operator-guide.md): ``max`` or ``min`` asks the weigher to prefer hosts
+with the largest (smallest) value of the metric; ``<op><quantity>`` is a hard
+threshold checked by ResourcesThresholdFilter. Quantities take SI suffixes ``K
+M G T`` (10^3 .. 10^12) and binary ones ``Ki Mi Gi Ti`` (2^10 .. 2^40), case
+insensitive, so ``m`` is mega, never milli. ``=`` and ``==`` both mean equal
+here.
 * ``capabilities:<attribute>[:<key>...]`` (and keys without any ``:``):
   Nova's extra-spec operators, matched against host attributes by
   ComputeCapabilitiesFilter; their grammar is in

@@ -1,9 +1,8 @@
 """The published JSON schema of ``request_spec`` (package data).
 
 ``scheduler/schemas/request_spec.json`` is the contract of the RPC API's
-``request_spec`` (DESIGN §5); its ``$defs/instance_uuids`` is the schema
-of the ``instance_uuids`` argument.
-"""
+``request_spec`` (docs/architecture.md); its ``$defs/instance_uuids`` is the
+schema of the ``instance_uuids`` argument."""
 
 import functools
 import importlib.resources

@@ -1,8 +1,8 @@
 """The request being scheduled, as filters and weighers see it.
 
 ``RequestSpec.from_dict`` takes the JSON-safe ``request_spec`` of the RPC
-API (DESIGN §5). Schema validation of the wire format happens at the RPC
-boundary; this module turns the dict into attributes and parses the
+API (docs/architecture.md). Schema validation of the wire format happens at the
+RPC boundary; this module turns the dict into attributes and parses the
 ``resources:`` extra specs once per request.
 
 A request is also the place for what one scheduling call derives from it:

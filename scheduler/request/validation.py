@@ -1,4 +1,4 @@
-"""Validation of a request's wire format (DESIGN §5).
+"""Validation of a request's wire format (docs/architecture.md).
 
 ``validate_request`` checks ``request_spec`` against the published schema
 (``scheduler.request.schema``), ``instance_uuids`` against its
@@ -193,7 +193,7 @@ def _check_query(query: object) -> None:
 
 def validate_request(request_spec: object,
                      instance_uuids: object = None) -> tuple[dict, list]:
-    """Check the wire format of a request (DESIGN §5).
+    """Check the wire format of a request (docs/architecture.md).
 
     Returns ``(request_spec, instance_uuids)``: a copy of the spec with
     ``num_instances`` filled in (from ``instance_uuids`` when the spec

@@ -1,10 +1,10 @@
-"""The scheduler's RPC API on oslo.messaging (DESIGN §5).
+"""The scheduler's RPC API on oslo.messaging (docs/architecture.md).
 
 ``scheduler.rpc.rpcapi.SchedulerAPI`` is the client API nodes import;
 ``scheduler.rpc.endpoint`` holds the endpoint the ``scheduler-service``
 workers of ``scheduler.rpc.server`` serve. Importing this package selects
 oslo.service's threading backend before any of them imports
-oslo.messaging (DESIGN §8).
+oslo.messaging (docs/architecture.md).
 """
 
 import importlib.metadata
@@ -67,7 +67,8 @@ def check_transport_url(conf: cfg.ConfigOpts, group: str,
     """Raise ConfigError unless ``value`` is a transport URL whose driver
     is installed. Checks the form only: the broker may well be down."""
     # Here rather than at the top: oslo.messaging must be imported after
-    # use_threading_backend() (DESIGN §8), and this module is what runs it.
+    # use_threading_backend() (docs/architecture.md), and this module is what
+    # runs it.
     import oslo_messaging
 
     example = ("expected a URL such as rabbit://user:password@host:5672/ "

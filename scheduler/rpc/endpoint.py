@@ -1,4 +1,4 @@
-"""The RPC endpoint ``scheduler-service`` serves (DESIGN §5).
+"""The RPC endpoint ``scheduler-service`` serves (docs/architecture.md).
 
 ``SchedulerEndpoint`` checks what arrives from the wire, delegates to a
 ``SchedulerManager`` and turns every outcome into one of three things the

@@ -1,4 +1,5 @@
-"""Client of the scheduler's RPC API: what API nodes import (DESIGN §5).
+"""Client of the scheduler's RPC API: what API nodes import
+(docs/architecture.md).
 
 ::
 
@@ -136,8 +137,9 @@ class SchedulerAPI:
 
     def explain(self, request_spec: dict,
                 context: dict | None = None) -> dict:
-        """The decision for one instance without a claim (DESIGN §7 JSON
-        form: ``selected``, ``summary``, ``hosts``)."""
+        """The decision for one instance without a claim
+        (docs/operator-guide.md JSON form: ``selected``, ``summary``,
+        ``hosts``)."""
         return self._call(context, "explain", request_spec=request_spec)
 
     def release(self, instance_uuid: str,

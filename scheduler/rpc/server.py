@@ -1,6 +1,6 @@
 """The processes serving the RPC endpoint of ``scheduler-service``
-(DESIGN §5); the endpoint itself is ``scheduler.rpc.endpoint``, whose
-names are also imported from here.
+(docs/architecture.md); the endpoint itself is ``scheduler.rpc.endpoint``,
+whose names are also imported from here.
 
 ``SchedulerRPCService`` owns the transports, the notifier (sending from a
 background thread: ``scheduler.rpc.notifications``) and the RPC server of

@@ -1,6 +1,6 @@
 """Decoding a ``compute_nodes`` row's JSON columns (metrics, cpu_info,
 networks) for the host cache: what is malformed is left out and logged,
-and the node is scheduled on for what remains (DESIGN §2)."""
+and the node is scheduled on for what remains (docs/operator-guide.md)."""
 
 import functools
 import json

@@ -1,5 +1,5 @@
 """Scheduling policies, their units, cluster settings and permissions of
-the REST API (DESIGN §12), and the generation counter that tells every
+the REST API (docs/api.md), and the generation counter that tells every
 scheduler worker that one of them changed.
 
 Revision ID: 0004
