@@ -16,6 +16,8 @@ claims the first that fits.
 
 import dataclasses
 import datetime
+from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
 
@@ -263,6 +265,22 @@ class BaseBalancer:
         planner makes the first that passes the pipeline and the claim.
         Yields nothing when the cluster is balanced."""
         raise NotImplementedError
+
+    @staticmethod
+    def moves(sources: Iterable[HostLoad],
+              order: Callable[[HostLoad], Iterable[Instance]],
+              receivers: Sequence[HostLoad],
+              high: float) -> Iterator[Proposal]:
+        """For each of ``sources``, each of its instances in
+        ``order(source)``: a proposal to the receivers that stay under
+        ``high`` cpu.percent with it, when there is one."""
+        for source in sources:
+            for instance in order(source):
+                destinations = tuple(
+                    host for host in receivers if host is not source
+                    and host.cpu_with(instance) < high)
+                if destinations:
+                    yield Proposal(source, instance, destinations)
 
 
 def _as_int(value: str | int) -> int | None:

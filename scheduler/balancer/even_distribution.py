@@ -56,13 +56,9 @@ class EvenDistributionBalancer(base.BaseBalancer):
             (host for host in hosts if host.can_migrate and host.instances
              and self.over_utilized(host, history)),
             key=lambda host: (-host.cpu_percent, host.state.host))
-        for source in sources:
-            for instance in _relief_order(source, high):
-                destinations = tuple(
-                    host for host in receivers if host is not source
-                    and host.cpu_with(instance) < high)
-                if destinations:
-                    yield base.Proposal(source, instance, destinations)
+        yield from self.moves(
+            sources, lambda source: _relief_order(source, high), receivers,
+            high)
 
 
 def _relief_order(source: base.HostLoad,

@@ -60,13 +60,9 @@ class PowerSavingBalancer(even_distribution.EvenDistributionBalancer):
              and self.under_utilized(host, history)),
             key=lambda host: (host.instance_count, host.cpu_percent,
                               host.state.host))
-        for source in sources:
-            for instance in sorted(source.instances,
-                                   key=lambda instance: (
-                                       -instance.load, -instance.vcpus,
-                                       instance.uuid)):
-                destinations = tuple(
-                    host for host in receivers if host is not source
-                    and host.cpu_with(instance) < high)
-                if destinations:
-                    yield base.Proposal(source, instance, destinations)
+        yield from self.moves(sources, _heaviest_first, receivers, high)
+
+
+def _heaviest_first(source: base.HostLoad) -> list[base.Instance]:
+    return sorted(source.instances, key=lambda instance: (
+        -instance.load, -instance.vcpus, instance.uuid))
