@@ -46,15 +46,16 @@ def _auth_type(conf: cfg.ConfigOpts, group: str) -> str | None:
     return conf[group].auth_type
 
 
-def validate_keystone_auth(conf: cfg.ConfigOpts) -> None:
+def validate_keystone_auth(conf: cfg.ConfigOpts) -> tuple[str, str] | None:
     """With auth_strategy keystone, auth_type must name an installed
-    keystoneauth1 plugin (unset: keystonemiddleware's legacy options)."""
+    keystoneauth1 plugin (unset: keystonemiddleware's legacy options).
+    The option's group and the plugin's name, None without one."""
     if conf.api.auth_strategy != api_conf.KEYSTONE:
-        return
+        return None
     group = auth_group(conf)
     name = _auth_type(conf, group)
     if not name:
-        return
+        return None
     # The entry points, not get_available_plugin_names(): that imports
     # every plugin and logs those whose extra packages are missing.
     available = importlib.metadata.entry_points(group=PLUGIN_NAMESPACE).names
@@ -64,19 +65,17 @@ def validate_keystone_auth(conf: cfg.ConfigOpts) -> None:
             "expected the name of an installed keystoneauth1 plugin: "
             f"{', '.join(sorted(available))}"
             + suggest.did_you_mean(name, available))
+    return group, name
 
 
 def load_keystone_auth(conf: cfg.ConfigOpts) -> None:
     """``validate_keystone_auth``, then the plugin built from its options
     as keystonemiddleware will (no request is sent): a required option
     left out is named rather than a traceback."""
-    validate_keystone_auth(conf)
-    if conf.api.auth_strategy != api_conf.KEYSTONE:
+    found = validate_keystone_auth(conf)
+    if found is None:
         return
-    group = auth_group(conf)
-    name = _auth_type(conf, group)
-    if not name:
-        return
+    group, name = found
     try:
         loader = loading.get_plugin_loader(name)
     except Exception as e:  # a plugin's import may raise anything
