@@ -22,21 +22,21 @@ from scheduler.engine import filter_scheduler
 from scheduler.engine import plugin_guard
 from scheduler.hosts import state as hm
 from scheduler.hosts.table import HostTable
-from tests.unit.test_host_table import NOW
-from tests.unit.test_host_table import OPTIONS
-from tests.unit.test_host_table import PROPERTY
-from tests.unit.test_host_table import _outcome
-from tests.unit.test_host_table import _without_columns
-from tests.unit.test_host_table import apply_options
-from tests.unit.test_host_table import as_optional
-from tests.unit.test_host_table import configured
-from tests.unit.test_host_table import fleets
-from tests.unit.test_host_table import metric_values
-from tests.unit.test_host_table import moments
-from tests.unit.test_host_table import request
-from tests.unit.test_host_table import spec_dicts
+from tests.unit.hosts.test_table import NOW
+from tests.unit.hosts.test_table import OPTIONS
+from tests.unit.hosts.test_table import PROPERTY
+from tests.unit.hosts.test_table import _outcome
+from tests.unit.hosts.test_table import _without_columns
+from tests.unit.hosts.test_table import apply_options
+from tests.unit.hosts.test_table import as_optional
+from tests.unit.hosts.test_table import configured
+from tests.unit.hosts.test_table import fleets
+from tests.unit.hosts.test_table import metric_values
+from tests.unit.hosts.test_table import moments
+from tests.unit.hosts.test_table import request
+from tests.unit.hosts.test_table import spec_dicts
 
-sys.path.append(str(Path(__file__).resolve().parents[2] / "examples"
+sys.path.append(str(Path(__file__).resolve().parents[3] / "examples"
                        / "scheduler-example-plugins"))
 
 from scheduler_example_plugins import LOAD_1M

@@ -12,7 +12,7 @@ from scheduler.policies import units as policy_units
 from tests.fakes import add_node
 from tests.fakes import make_manager
 from tests.fakes import spec
-from tests.unit import test_balance_planner as balance_tests
+from tests.unit.placement import test_balance_planner as balance_tests
 
 POLICIES = models.SchedulingPolicy.__table__
 UNITS = models.SchedulingPolicyUnit.__table__

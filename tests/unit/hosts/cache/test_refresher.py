@@ -21,16 +21,16 @@ from scheduler.hosts.cache import refresher as host_cache_refresher
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.rpc import server
 from tests import fakes
-from tests.unit.test_host_cache import NODES
-from tests.unit.test_host_cache import SECOND
-from tests.unit.test_host_cache import add_node
-from tests.unit.test_host_cache import by_host
-from tests.unit.test_host_cache import claim
-from tests.unit.test_host_cache import clock  # noqa: F401 (fixture)
-from tests.unit.test_host_cache import conf  # noqa: F401 (fixture)
-from tests.unit.test_host_cache import engine  # noqa: F401 (fixture)
-from tests.unit.test_host_cache import manager  # noqa: F401 (fixture)
-from tests.unit.test_host_cache import update_node
+from tests.unit.hosts.cache.test_manager import NODES
+from tests.unit.hosts.cache.test_manager import SECOND
+from tests.unit.hosts.cache.test_manager import add_node
+from tests.unit.hosts.cache.test_manager import by_host
+from tests.unit.hosts.cache.test_manager import claim
+from tests.unit.hosts.cache.test_manager import clock  # noqa: F401 (fixture)
+from tests.unit.hosts.cache.test_manager import conf  # noqa: F401 (fixture)
+from tests.unit.hosts.cache.test_manager import engine  # noqa: F401 (fixture)
+from tests.unit.hosts.cache.test_manager import manager  # noqa: F401 (fixture)
+from tests.unit.hosts.cache.test_manager import update_node
 
 WAIT = 60  # seconds: a bound for a hung thread, not a speed requirement
 

@@ -9,7 +9,7 @@ functional tests run the package, so the guide shows tested code.
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GUIDE = ROOT / "docs" / "plugin-guide.md"
 PACKAGE = ROOT / "examples" / "scheduler-example-plugins"
 

@@ -11,10 +11,10 @@ from scheduler import exception
 from scheduler.cmd import output
 from scheduler.engine import warnings as request_warnings
 from scheduler.request import extra_specs
-from tests.unit.test_filter_scheduler import conf  # noqa: F401 (fixture)
-from tests.unit.test_filter_scheduler import host
-from tests.unit.test_filter_scheduler import scheduler
-from tests.unit.test_filter_scheduler import spec
+from tests.unit.engine.test_filter_scheduler import conf  # noqa: F401 (fixture)
+from tests.unit.engine.test_filter_scheduler import host
+from tests.unit.engine.test_filter_scheduler import scheduler
+from tests.unit.engine.test_filter_scheduler import spec
 
 KNOWN = ("resources", "capabilities")
 

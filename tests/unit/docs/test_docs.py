@@ -23,7 +23,7 @@ from compute_monitor.monitors import memory
 from compute_monitor.monitors import network
 from scheduler.conf import metrics as metrics_conf
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md")) + [ROOT / "README.md"]
 

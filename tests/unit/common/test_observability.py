@@ -26,9 +26,9 @@ from tests.fakes import fill_secretly
 from tests.fakes import make_manager
 from tests.fakes import spec
 from tests.fakes import uuids
-from tests.unit import test_balance_planner as planning
+from tests.unit.placement import test_balance_planner as planning
 
-README = Path(__file__).parents[2] / "README.md"
+README = Path(__file__).parents[3] / "README.md"
 
 OBSERVABILITY = "scheduler.common.observability"
 

@@ -11,10 +11,10 @@ import webob
 
 from scheduler.api import clusters
 from scheduler.api import request_checks
-from tests.unit.test_api_app import POLICY
-from tests.unit.test_api_app import app  # noqa: F401 (fixture)
-from tests.unit.test_api_app import call
-from tests.unit.test_api_app import message
+from tests.unit.api.test_app import POLICY
+from tests.unit.api.test_app import app  # noqa: F401 (fixture)
+from tests.unit.api.test_app import call
+from tests.unit.api.test_app import message
 
 POLICIES = "/v1/schedulingpolicies"
 

@@ -6,9 +6,9 @@ import pytest
 
 from scheduler.filters import Rejection
 from tests.fakes import make_host
-from tests.unit.test_filters import check
-from tests.unit.test_filters import conf  # noqa: F401 (fixture)
-from tests.unit.test_filters import make_spec
+from tests.unit.filters.test_filters import check
+from tests.unit.filters.test_filters import conf  # noqa: F401 (fixture)
+from tests.unit.filters.test_filters import make_spec
 
 
 @pytest.mark.parametrize(("name", "fields", "flavor", "detail"), [

@@ -16,8 +16,8 @@ from scheduler import weights
 from scheduler.engine import filter_scheduler
 from scheduler.engine import plugin_guard
 from scheduler.hosts.table import HostTable
-from tests.unit.test_filter_scheduler import host
-from tests.unit.test_filter_scheduler import spec
+from tests.unit.engine.test_filter_scheduler import host
+from tests.unit.engine.test_filter_scheduler import spec
 
 SICK = "sick"
 
