@@ -1,4 +1,4 @@
-"""The column-vs-per-host properties of ``test_host_table``, run against
+"""The column-vs-per-host properties of ``hosts/test_table``, run against
 the example plugin package of docs/plugin-guide.md as a third party's
 plugins: MaxLoadFilter (column form only) and LoadAverageWeigher
 (per-host form only) must judge and weigh alike by either path, alone
@@ -63,7 +63,7 @@ def _loaded(pairs):
     return [host for host, _drawn in pairs]
 
 
-# The fleets of test_host_table, some hosts reporting a load average, and
+# The fleets of hosts/test_table, some hosts reporting a load average, and
 # more of them up than there (ComputeFilter would leave the example
 # plugins few hosts to judge in a scheduler).
 loaded_fleets = fleets().flatmap(lambda hosts: st.lists(

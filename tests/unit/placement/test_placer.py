@@ -1,6 +1,7 @@
 """scheduler.placement.Placer as the balance planner uses it: the same
 placer as the manager's, with its cache update and rollback (the
-manager's side is tested through SchedulerManager in test_manager.py)."""
+manager's side is tested through SchedulerManager in
+tests/unit/test_manager.py)."""
 
 import logging
 
