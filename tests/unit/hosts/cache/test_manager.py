@@ -12,16 +12,11 @@ import uuid
 import orjson
 import pytest
 import sqlalchemy as sa
-from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
 
-from scheduler import conf as scheduler_conf
 from scheduler.common import clock as scheduler_clock
-from scheduler.conf import filter_scheduler
-from scheduler.db import api as db_api
 from scheduler.db import host_queries
 from scheduler.db import models
-from scheduler.db import schema
 from scheduler.hosts import state as hs
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.manager import HostManager
@@ -31,53 +26,6 @@ from tests import fakes
 NODES = models.ComputeNode.__table__
 ALLOCATIONS = models.Allocation.__table__
 SECOND = datetime.timedelta(seconds=1)
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def clear_overrides(conf: cfg.ConfigOpts) -> None:
-    # Private ConfigOpts objects share the module-level OptGroup, overrides
-    # included (oslo.config copies the group shallowly): a test's
-    # set_override would leak into the next test's conf.
-    for opt in filter_scheduler.filter_scheduler_opts:
-        conf.clear_override(opt.name, group="filter_scheduler")
-
-
-@pytest.fixture
-def conf(tmp_path):
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], project="scheduler")
-    clear_overrides(conf)
-    conf.set_override("connection", f"sqlite:///{tmp_path}/hm.sqlite",
-                      group="database")
-    conf.set_override("state_path", str(tmp_path))
-    schema.db_sync(db_api.get_engine(conf))
-    yield conf
-    clear_overrides(conf)
-    conf.clear_override("connection", group="database")
-    db_api.dispose_engines()
-
-
-@pytest.fixture
-def engine(conf):
-    return db_api.get_engine(conf)
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
-def manager(conf, clock):
-    return HostManager(conf, clock=clock)
 
 
 def iso(moment: datetime.datetime) -> str:

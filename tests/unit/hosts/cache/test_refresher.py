@@ -5,9 +5,6 @@ Full loads are driven by hand (``HostManager.reload()``,
 thread otherwise, waited for by its load counter, never by the clock.
 """
 
-# The fixtures of test_host_cache are imported, and ruff takes the test
-# functions' parameters of the same names for redefinitions.
-# ruff: noqa: F811
 import threading
 
 import pytest
@@ -26,10 +23,6 @@ from tests.unit.hosts.cache.test_manager import SECOND
 from tests.unit.hosts.cache.test_manager import add_node
 from tests.unit.hosts.cache.test_manager import by_host
 from tests.unit.hosts.cache.test_manager import claim
-from tests.unit.hosts.cache.test_manager import clock  # noqa: F401 (fixture)
-from tests.unit.hosts.cache.test_manager import conf  # noqa: F401 (fixture)
-from tests.unit.hosts.cache.test_manager import engine  # noqa: F401 (fixture)
-from tests.unit.hosts.cache.test_manager import manager  # noqa: F401 (fixture)
 from tests.unit.hosts.cache.test_manager import update_node
 
 WAIT = 60  # seconds: a bound for a hung thread, not a speed requirement
