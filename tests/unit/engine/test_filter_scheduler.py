@@ -6,9 +6,7 @@ import random
 
 import numpy as np
 import pytest
-from oslo_config import cfg
 
-from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler.db import models
 from scheduler.engine import filter_scheduler
@@ -16,14 +14,6 @@ from scheduler.hosts import state as hm
 from scheduler.request.spec import RequestSpec
 
 GIB = 2**30
-
-
-@pytest.fixture
-def conf():
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    return conf
 
 
 def host(name, ram_mb=8192, vcpus=8, disk_gb=100, metrics=None, **kw):

@@ -4,13 +4,10 @@
 that writes one form only as it contains one that writes both."""
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from oslo_config import cfg
 
-from scheduler import conf as scheduler_conf
 from scheduler import filters
 from scheduler import weights
 from scheduler.engine import plugin_guard
@@ -23,16 +20,6 @@ from tests.unit.engine.test_plugin_guard import SICK
 from tests.unit.engine.test_plugin_guard import errors_counted
 from tests.unit.engine.test_plugin_guard import fleet
 from tests.unit.engine.test_plugin_guard import make
-
-
-@pytest.fixture
-def conf() -> Iterator[cfg.ConfigOpts]:
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    yield conf
-    # Overrides of the module-level OptGroups would outlive the test.
-    conf.reset()
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,7 @@ import random
 import numpy as np
 import prometheus_client
 import pytest
-from oslo_config import cfg
 
-from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler import filters
 from scheduler import weights
@@ -20,14 +18,6 @@ from tests.unit.engine.test_filter_scheduler import host
 from tests.unit.engine.test_filter_scheduler import spec
 
 SICK = "sick"
-
-
-@pytest.fixture
-def conf() -> cfg.ConfigOpts:
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    return conf
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,6 @@ from scheduler import exception
 from scheduler.cmd import output
 from scheduler.engine import warnings as request_warnings
 from scheduler.request import extra_specs
-from tests.unit.engine.test_filter_scheduler import conf  # noqa: F401 (fixture)
 from tests.unit.engine.test_filter_scheduler import host
 from tests.unit.engine.test_filter_scheduler import scheduler
 from tests.unit.engine.test_filter_scheduler import spec
@@ -49,7 +48,7 @@ def test_misspelt_scope_follows_configured_scope():
         == [("metric:cpu.percent", "metrics")]
 
 
-def test_explain_warns_once_per_key_and_logs_once(conf, caplog):  # noqa: F811
+def test_explain_warns_once_per_key_and_logs_once(conf, caplog):
     request_warnings._logged.clear()
     sched = scheduler(conf, enabled_filters=[
         "ComputeFilter", "RamFilter", "ComputeCapabilitiesFilter"])
@@ -79,7 +78,7 @@ def test_explain_warns_once_per_key_and_logs_once(conf, caplog):  # noqa: F811
 
 
 def test_a_request_with_1000_unscoped_keys_logs_a_few_lines(
-        conf, caplog):  # noqa: F811
+        conf, caplog):
     request_warnings._logged.clear()
     sched = scheduler(conf, enabled_filters=[
         "ComputeFilter", "ComputeCapabilitiesFilter"])
@@ -97,7 +96,7 @@ def test_a_request_with_1000_unscoped_keys_logs_a_few_lines(
         "'scheduler-manage explain' lists them all")
 
 
-def test_explain_without_typos_has_no_warnings(conf):  # noqa: F811
+def test_explain_without_typos_has_no_warnings(conf):
     decision = scheduler(conf).explain(
         spec(extra_specs={"resources:cpu.percent": "max",
                           "hw:cpu_policy": "dedicated"}),
@@ -114,7 +113,7 @@ def test_explain_without_typos_has_no_warnings(conf):  # noqa: F811
     ("resources:cpu.percent", "<<50"),
 ])
 def test_malformed_operator_in_any_scope_is_invalid_request(
-        conf, key, value):  # noqa: F811
+        conf, key, value):
     sched = scheduler(conf, enabled_filters=[
         "ComputeFilter", "ComputeCapabilitiesFilter",
         "ResourcesThresholdFilter"])
@@ -123,7 +122,7 @@ def test_malformed_operator_in_any_scope_is_invalid_request(
     assert key in str(info.value)
 
 
-def test_no_valid_host_names_the_missing_required_metric(conf):  # noqa: F811
+def test_no_valid_host_names_the_missing_required_metric(conf):
     sched = scheduler(conf, weight_setting=[("cpu.percnt", -1.0)],
                       required=True,
                       weight_classes=["RAMWeigher", "MetricsWeigher"])
