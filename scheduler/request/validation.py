@@ -13,7 +13,7 @@ of microseconds, is asked only about a request the fast check refused:
 it finds the first error and ``scheduler.request.messages`` words it, so
 that error texts do not depend on the fast check. The fast check may
 wrongly refuse (that only costs time: jsonschema then accepts the
-request), never wrongly accept; tests/unit/test_request_validation.py
+request), never wrongly accept; tests/unit/request/test_validation.py
 fuzzes both against each other.
 
 jsonschema-rs reads Python values as JSON, more leniently than

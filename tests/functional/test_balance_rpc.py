@@ -17,10 +17,10 @@ from tests.functional.test_rpc_service import broker_url  # noqa: F401
 from tests.functional.test_rpc_service import client_conf
 from tests.functional.test_rpc_service import scheduler_api
 from tests.functional.test_rpc_service import wait_for_log
-from tests.unit.test_balance_planner import claims_by_instance
-from tests.unit.test_balance_planner import planner
-from tests.unit.test_balance_planner import record_history
-from tests.unit.test_balance_planner import standard_fleet
+from tests.unit.placement.test_balance_planner import claims_by_instance
+from tests.unit.placement.test_balance_planner import planner
+from tests.unit.placement.test_balance_planner import record_history
+from tests.unit.placement.test_balance_planner import standard_fleet
 
 MIGRATIONS = models.Migration.__table__
 

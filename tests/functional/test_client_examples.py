@@ -16,7 +16,7 @@ from tests.functional.test_rpc_service import SERVING
 from tests.functional.test_rpc_service import BusNames
 from tests.functional.test_rpc_service import broker_url  # noqa: F401
 from tests.functional.test_rpc_service import wait_for_log
-from tests.unit.test_docs import client_examples
+from tests.unit.docs.test_docs import client_examples
 
 README_CONFIG = '"/etc/scheduler/scheduler.conf"'
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.functional.test_example_plugins import plugin_env  # noqa: F401
-from tests.unit.test_docs import Block
-from tests.unit.test_docs import ini_blocks
+from tests.unit.docs.test_docs import Block
+from tests.unit.docs.test_docs import ini_blocks
 
 BLOCKS = ini_blocks()
 _HOLDS = re.compile(r"^(?P<path>\S+) holds the next (?P<lang>\w+) block$")

@@ -1,7 +1,7 @@
 """SchedulerManager, the façade: reply shape, claims, retries, rollback,
 options, over SQLite. Request validation is tested in
-test_request_validation.py, the cluster lock in test_placement_lock.py,
-the pending-claims wait in test_placement_pending.py."""
+request/test_validation.py, the cluster lock in placement/test_lock.py,
+the pending-claims wait in placement/test_pending.py."""
 
 import threading
 import uuid
