@@ -1,4 +1,5 @@
-"""Concurrent workers never place more on a host than it holds (DESIGN §6).
+"""Concurrent workers never place more on a host than it holds
+(docs/architecture.md).
 
 A fleet with room for exactly 300 one-vCPU instances (30 hosts x 10 vCPUs,
 cpu_allocation_ratio 1.0, RAM and disk plentiful) and 4 worker processes,

@@ -1,6 +1,6 @@
 """The libvirt monitor against libvirt's test driver writes instance
 entries into a real database, and ``scheduler-manage balance --dry-run
---format json`` plans a move with them (DESIGN §11).
+--format json`` plans a move with them (docs/operator-guide.md).
 
 The fleet: h0 (16 vCPUs, cpu.percent 83 for minutes) runs two domains
 the scheduler placed, ``idle-big`` (8 vCPUs, 2 GiB) and ``small`` (1

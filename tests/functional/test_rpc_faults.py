@@ -47,7 +47,8 @@ DEAD_BROKER = "rabbit://guest:guest@127.0.0.1:1/"
 
 
 def _messaging():
-    # After scheduler.rpc selected the threading backend (DESIGN §8).
+    # After scheduler.rpc selected the threading backend
+    # (docs/architecture.md).
     import oslo_messaging
     return oslo_messaging
 

@@ -98,7 +98,8 @@ NOTIFICATION_LOGGER = "oslo_messaging.notify.messaging"
 
 
 def _messaging():
-    # After scheduler.rpc selected the threading backend (DESIGN §8).
+    # After scheduler.rpc selected the threading backend
+    # (docs/architecture.md).
     import oslo_messaging
     return oslo_messaging
 

@@ -1,6 +1,6 @@
 """Balancers count an instance's measured load when its node reported it
-within max_age, its claimed vCPUs otherwise (DESIGN §11): in what its
-departure relieves, in what it adds to the destination, and in which
+within max_age, its claimed vCPUs otherwise (docs/operator-guide.md): in what
+its departure relieves, in what it adds to the destination, and in which
 instance moves first."""
 
 import dataclasses

@@ -1,4 +1,5 @@
-"""Instance entries (DESIGN §11) through the agent and the file monitor."""
+"""Instance entries (docs/operator-guide.md) through the agent and the file
+monitor."""
 
 import json
 import logging

@@ -1,5 +1,5 @@
-"""Instance entries of a node's metrics (DESIGN §11): decoded apart from
-the host's metrics, mapped to claims by instance uuid, aged."""
+"""Instance entries of a node's metrics (docs/operator-guide.md): decoded apart
+from the host's metrics, mapped to claims by instance uuid, aged."""
 
 import datetime
 import json

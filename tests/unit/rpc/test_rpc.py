@@ -40,7 +40,7 @@ SELECTION = [{"host": "node-1", "nodename": "node-1",
 
 def _messaging():
     # Imported after scheduler.rpc selected oslo.service's threading
-    # backend (DESIGN §8); a top-level import would sort before it.
+    # backend (docs/architecture.md); a top-level import would sort before it.
     import oslo_messaging
     return oslo_messaging
 
