@@ -59,8 +59,8 @@ def test_balance_plans_over_the_bus_and_notifies(
     sections["balancer"] = {"interval": 0}
     config = write_config(sections)
     service = start_console_script("scheduler-service", config_file=config)
-    # After scheduler.rpc chose oslo.service's threading backend (DESIGN
-    # §8): a top-level import would sort before it.
+    # After scheduler.rpc chose oslo.service's threading backend
+    # (docs/architecture.md): a top-level import would sort before it.
     import oslo_messaging as om
     listener_conf = client_conf(config)
     transport = om.get_notification_transport(listener_conf)

@@ -541,8 +541,8 @@ def test_notifications_are_sent_by_a_process_of_their_own(
     config = service_config({"scheduler": {"workers": 1}})
     conf = client_conf(config)
     process = start_console_script("scheduler-service", config_file=config)
-    # After scheduler.rpc chose oslo.service's threading backend (DESIGN
-    # §8): a top-level import would sort before it.
+    # After scheduler.rpc chose oslo.service's threading backend
+    # (docs/architecture.md): a top-level import would sort before it.
     import oslo_messaging as om
     transport = om.get_notification_transport(conf)
     endpoint = _Notifications()
