@@ -1,5 +1,6 @@
 """The planner reads instance entries from the nodes' reports
-(docs/operator-guide.md): the balancer's choice and the planned migration's load figure."""
+(docs/operator-guide.md): the balancer's choice and the planned
+migration's load figure."""
 
 import dataclasses
 import json
