@@ -185,7 +185,7 @@ def test_the_service_places_on_the_other_hosts(
             == 1, log
     # The request that failed as a whole is one line, no traceback of its
     # own.
-    assert len(re.findall(r"ERROR scheduler\.rpc\.server .*plugin "
+    assert len(re.findall(r"ERROR scheduler\.rpc\.endpoint .*plugin "
                           r"FaultyFilter failed in applies", log)) == 1
 
 

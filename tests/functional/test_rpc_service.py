@@ -489,7 +489,7 @@ def test_workers_share_the_queue(service_config, start_console_script):
             assert api.release(instance) is True
     # Both workers answered (oslo.log prints the pid on every line).
     answered = {int(pid) for pid in re.findall(
-        r"^\S+ \S+ (\d+) DEBUG scheduler\.rpc\.server \[[^\]]*\] "
+        r"^\S+ \S+ (\d+) DEBUG scheduler\.rpc\.endpoint \[[^\]]*\] "
         r"select_destinations \(request", process.stderr, re.MULTILINE)}
     assert answered == {w.pid for w in workers}
     process.popen.send_signal(signal.SIGTERM)

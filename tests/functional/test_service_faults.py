@@ -87,7 +87,7 @@ SPEC = {"flavor": FLAVOR}
 
 #: oslo.log's default format: date, time, pid, level, logger.
 ANSWERED = re.compile(
-    r"^\S+ \S+ (\d+) DEBUG scheduler\.rpc\.server \[[^\]]*\] "
+    r"^\S+ \S+ (\d+) DEBUG scheduler\.rpc\.endpoint \[[^\]]*\] "
     r"select_destinations \(request", re.MULTILINE)
 TRACEBACK = re.compile(
     r"^\S+ \S+ \d+ [A-Z]+ (\S+) Traceback \(most recent call last\)",
