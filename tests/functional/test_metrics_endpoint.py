@@ -23,8 +23,8 @@ from tests.functional.test_rpc_service import wait_for_log
 
 CALLS = 40
 # oslo.log's default format: date, time, pid, level, logger.
-DECISION_LINE = (r"^\S+ \S+ (\d+) INFO scheduler\.common\.observability \[[^\]]*\] "
-                 r"decision request_id=(\S+) outcome=(\S+) ")
+DECISION_LINE = (r"^\S+ \S+ (\d+) INFO scheduler\.common\.observability "
+                 r"\[[^\]]*\] decision request_id=(\S+) outcome=(\S+) ")
 
 
 def free_port() -> int:
