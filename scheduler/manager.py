@@ -167,41 +167,39 @@ class SchedulerManager:
             uuids = [str(uuid.uuid4())
                      for _ in range(spec_dict["num_instances"])]
         # Extra specs and hints are checked before anything is locked or
-        # claimed; the spec is then reused by the first decision.
-        first_spec = self._spec(spec_dict, uuids)
+        # claimed; the one spec and scheduler then serve every round.
+        spec = self._spec(spec_dict, uuids)
         report.instances = len(uuids)
-        report.cluster = first_spec.cluster
-        policy = self.policies.for_cluster(first_spec.cluster)
+        report.cluster = spec.cluster
+        policy = self.policies.for_cluster(spec.cluster)
         report.policy = None if policy is None else policy.label
-        self._scheduler(first_spec).validate(first_spec)
+        scheduler = self._scheduler(spec)
+        scheduler.validate(spec)
         self.stats.add(requests=1)
 
         def attempt(number: int) -> list[list[dict]]:
-            # A retry after a wait for pending claims decides on a fresh
-            # spec (select() records group members in it).
-            spec = first_spec if number == 1 else self._spec(spec_dict,
-                                                             uuids)
-            return self._place(spec_dict, spec, uuids, anonymous,
+            return self._place(spec, scheduler, uuids, anonymous,
                                return_alternates, report)
 
         return retry_while_pending(
             self.conf, self.stats, attempt,
-            first_spec.flavor.name or "request", first_spec.cluster)
+            spec.flavor.name or "request", spec.cluster)
 
-    def _place(self, spec_dict: dict, spec: RequestSpec, uuids: list[str],
-               anonymous: bool, return_alternates: bool,
+    def _place(self, spec: RequestSpec,
+               scheduler: filter_scheduler.FilterScheduler,
+               uuids: list[str], anonymous: bool, return_alternates: bool,
                report: observability.DecisionReport) -> list[list[dict]]:
         """One attempt at placing the request, under the cluster lock in
         that mode (``RequestPlacement.place``)."""
-        cluster = spec_dict.get("cluster")
+        cluster = spec.cluster
 
         def run(hold_deadline: float | None) -> list[list[dict]]:
             placement = RequestPlacement(
-                self.placer, self.host_manager, self._scheduler, self._spec,
+                self.placer, self.host_manager, scheduler, spec,
                 self.stats, self.conf.scheduler.max_claim_rounds,
-                spec_dict, uuids, anonymous, report, functools.partial(
+                uuids, anonymous, report, functools.partial(
                     lock.check_hold, self.conf, hold_deadline, cluster))
-            return placement.place(spec, return_alternates)
+            return placement.place(return_alternates)
 
         with database_errors("select_destinations"):
             return lock.serialised(self.conf, cluster, run)
