@@ -61,6 +61,7 @@ from scheduler.placement.rounds import RequestPlacement
 from scheduler.placement.stats import ManagerStats
 from scheduler.policies import cluster as cluster_policy
 from scheduler.policies.live import LivePolicies
+from scheduler.policies.schedulers import PolicySchedulers
 from scheduler.request.schema import request_spec_schema
 from scheduler.request.spec import RequestSpec
 from scheduler.request.validation import _checkers
@@ -93,24 +94,29 @@ class SchedulerManager:
         self.conf = conf
         self.scheduler = scheduler or filter_scheduler.FilterScheduler(conf)
         self.host_manager = self.scheduler.host_manager
-        self.policies = cluster_policy.load_policies(conf)
-        schedulers = self.policies.schedulers(conf, self.host_manager)
-        schedulers[None] = self.scheduler
-        # The policies in use and their schedulers, swapped as one by
-        # _use_policies so that a request never sees one without the other.
-        self._active = (self.policies, schedulers)
+        #: The policies in use and their filter schedulers: the one set
+        #: of the service, lent to the planner.
+        self.schedulers = PolicySchedulers(
+            conf, self.host_manager, cluster_policy.load_policies(conf),
+            default=self.scheduler)
         #: Claims the hosts of requests and of planned migrations.
         self.placer = Placer.for_conf(conf, self.host_manager)
         self.claims = self.placer.claims
         self.deferred_releases = self.placer.deferred_releases
         #: Plans balancing migrations (``balance()``, the periodic task).
         self.planner = BalancePlanner(conf, self.host_manager,
-                                      self.policies, placer=self.placer)
+                                      placer=self.placer,
+                                      schedulers=self.schedulers)
         # Policies the REST API stores: read with each host refresh.
         self.live_policies = LivePolicies(conf, self.policies,
                                           self._use_policies)
         self.host_manager.refresh_hooks.append(self.live_policies.observe)
         self.stats = ManagerStats()
+
+    @property
+    def policies(self) -> cluster_policy.PolicySet:
+        """The cluster policies in use."""
+        return self.schedulers.policies
 
     # select_destinations
 
@@ -171,9 +177,8 @@ class SchedulerManager:
         spec = self._spec(spec_dict, uuids)
         report.instances = len(uuids)
         report.cluster = spec.cluster
-        policy = self.policies.for_cluster(spec.cluster)
+        policy, scheduler = self.schedulers.for_cluster(spec.cluster)
         report.policy = None if policy is None else policy.label
-        scheduler = self._scheduler(spec)
         scheduler.validate(spec)
         self.stats.add(requests=1)
 
@@ -219,35 +224,17 @@ class SchedulerManager:
         (docs/operator-guide.md JSON form: selected, summary, hosts)."""
         spec_dict, _ = validate_request(request_spec)
         spec = self._spec(spec_dict)
-        policies, _ = self._active
+        policy, scheduler = self.schedulers.for_cluster(spec.cluster)
         with database_errors("explain"):
-            result = self._scheduler(spec).explain(spec).as_dict()
+            result = scheduler.explain(spec).as_dict()
         # Which policy decided, with the version of an API-stored one.
-        policy = policies.for_cluster(spec.cluster)
         result["policy"] = None if policy is None else policy.label
         return result
 
-    def _scheduler(self, spec: RequestSpec
-                   ) -> filter_scheduler.FilterScheduler:
-        """The filter scheduler of the request's cluster policy."""
-        policies, schedulers = self._active
-        return schedulers[policies.name_for(spec.cluster)]
-
     def _use_policies(self, policies: cluster_policy.PolicySet) -> None:
-        """Put the live PolicySet in use: new filter schedulers for new
-        or changed policies only, then one swap."""
-        old_policies, old = self._active
-        schedulers = {None: self.scheduler}
-        for name, policy in policies.policies.items():
-            if old_policies.policies.get(name) == policy and name in old:
-                schedulers[name] = old[name]
-            else:
-                schedulers[name] = filter_scheduler.FilterScheduler(
-                    self.conf, host_manager=self.host_manager,
-                    pipeline=policy.pipeline())
-        self._active = (policies, schedulers)
-        self.policies = policies
-        self.planner.use_policies(policies)
+        """Put the live PolicySet in use (``PolicySchedulers.use``), for
+        requests and the planner at once."""
+        self.schedulers.use(policies)
 
     # balance
 
