@@ -142,6 +142,14 @@ class FilterScheduler:
         (``spec.start_call``): one spec serves every round of a
         request."""
         self.validate(spec)
+        return self.select_valid(spec, hosts, instances)
+
+    def select_valid(self, spec: RequestSpec,
+                     hosts: Sequence[HostState] | None = None,
+                     instances: Sequence[str] | None = None
+                     ) -> list[Decision]:
+        """``select`` for a spec its caller validated (``validate``) at
+        the front of the request, once for all its rounds."""
         # Logged (once each), as no explain output shows them here.
         request_warnings.collect(spec, self.conf, self.filters)
         if instances is None:

@@ -135,7 +135,8 @@ class RequestPlacement:
         # (their generation moved), unless those committed late.
         hosts = self._hosts_not_known_full()
         try:
-            decisions = self.scheduler.select(self.spec, hosts, todo)
+            # Validated once, at the front of the request.
+            decisions = self.scheduler.select_valid(self.spec, hosts, todo)
         except exception.NoValidHost as e:
             known = hosts or self.host_manager.host_states()
             self.report.candidates, self.report.hosts = 0, len(known)
