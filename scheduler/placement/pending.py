@@ -15,7 +15,6 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from scheduler import exception
-from scheduler.placement.errors import Unplaceable
 from scheduler.placement.stats import ManagerStats
 
 LOG = logging.getLogger(__name__)
@@ -31,25 +30,22 @@ def retry_while_pending(conf: cfg.ConfigOpts, stats: ManagerStats,
                         attempt: Callable[[int], _T], what: str,
                         cluster: str | None) -> _T:
     """``attempt(number)`` (numbered from 1) until it places the request,
-    again while it raises Unplaceable with pending claims in the cluster
-    and the timeout has not passed; NoValidHost otherwise. ``what`` and
+    again while it raises NoValidHost with pending claims in the cluster
+    (``NoValidHost.pending``) and the timeout has not passed. ``what`` and
     ``cluster`` name the request in the log."""
     deadline = time.monotonic() + conf.scheduler.pending_retry_timeout
     number = 1
     while True:
         try:
             return attempt(number)
-        except Unplaceable as e:
+        except exception.NoValidHost as e:
             left = deadline - time.monotonic()
             if not e.pending or left <= 0:
                 stats.add(no_valid_host=1)
-                raise exception.NoValidHost(e.summary) from None
+                raise
             LOG.info("No host for %s yet, but pending claims exist in "
                      "cluster %s; retrying for up to %.1f s more: %s",
-                     what, cluster or "(any)", left, e.summary)
+                     what, cluster or "(any)", left, e)
             stats.add(pending_waits=1)
             time.sleep(min(PENDING_POLL_INTERVAL, left))
             number += 1
-        except exception.NoValidHost:
-            stats.add(no_valid_host=1)
-            raise

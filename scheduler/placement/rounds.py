@@ -26,7 +26,7 @@ from scheduler.engine import filter_scheduler
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.hosts.state import HostState
 from scheduler.placement import entries as entries_mod
-from scheduler.placement.errors import Unplaceable
+from scheduler.placement.errors import LockHoldTimeout
 from scheduler.placement.placer import Placer
 from scheduler.placement.stats import ManagerStats
 from scheduler.request.spec import RequestSpec
@@ -70,12 +70,14 @@ class RequestPlacement:
 
     def place(self, return_alternates: bool) -> list[list[dict]]:
         """One list of entries per instance: the claimed host, then (when
-        ``return_alternates``) the alternates. Raises Unplaceable when an
+        ``return_alternates``) the alternates. Raises NoValidHost when an
         instance fits nowhere; nothing this call claimed remains then."""
         try:
             try:
                 self._claim_all()
-            except Unplaceable:
+            except LockHoldTimeout:
+                raise
+            except exception.NoValidHost:
                 # Existing claims are looked up only now, off the common
                 # path: a retried request for instances holding claims
                 # gets them back through the unique instance_uuid when
@@ -105,7 +107,7 @@ class RequestPlacement:
 
     def _claim_all(self) -> None:
         """Decide and claim for every instance without an entry; raises
-        Unplaceable when one fits nowhere or loses every round."""
+        NoValidHost when one fits nowhere or loses every round."""
         todo = [u for u in self.uuids if u not in self.entries]
         for round_number in range(1, self.max_rounds + 1):
             if not todo:
@@ -121,12 +123,11 @@ class RequestPlacement:
                 self.entries[instance] = entry
             todo = [u for u in todo if u not in self.entries]
         if todo:
-            raise Unplaceable(
+            raise exception.NoValidHost(
                 f"{len(todo)} instance(s) could not be claimed in "
                 f"{self.max_rounds} decision round(s): every candidate was "
                 f"filled by concurrent requests first (last ones: "
-                f"{', '.join(h.host for h in self.taken[-5:])})",
-                pending=False)
+                f"{', '.join(h.host for h in self.taken[-5:])})")
 
     def _decide(self, todo: list[str]
                 ) -> list[filter_scheduler.Decision]:
@@ -140,8 +141,8 @@ class RequestPlacement:
         except exception.NoValidHost as e:
             known = hosts or self.host_manager.host_states()
             self.report.candidates, self.report.hosts = 0, len(known)
-            raise Unplaceable(str(e), pending_in_cluster(
-                known, self.spec.cluster)) from None
+            e.pending = pending_in_cluster(known, self.spec.cluster)
+            raise
         self.report.candidates = decisions[-1].candidates
         self.report.hosts = decisions[-1].hosts
         return decisions
