@@ -41,7 +41,6 @@ planner claims through too) and the retry ``scheduler.placement.pending``;
 the counters are ``scheduler.placement.stats.ManagerStats``.
 """
 
-import functools
 import uuid
 
 from oslo_config import cfg
@@ -51,11 +50,11 @@ from scheduler.common import observability
 from scheduler.db import api as db_api
 from scheduler.engine import filter_scheduler
 from scheduler.placement import lock
+from scheduler.placement import pending
 from scheduler.placement.balance_planner import BalancePlanner
 from scheduler.placement.errors import LockHoldTimeout
 from scheduler.placement.errors import database_errors
 from scheduler.placement.pending import PENDING_POLL_INTERVAL
-from scheduler.placement.pending import retry_while_pending
 from scheduler.placement.placer import Placer
 from scheduler.placement.rounds import RequestPlacement
 from scheduler.placement.stats import ManagerStats
@@ -182,32 +181,19 @@ class SchedulerManager:
         scheduler.validate(spec)
         self.stats.add(requests=1)
 
-        def attempt(number: int) -> list[list[dict]]:
-            return self._place(spec, scheduler, uuids, anonymous,
-                               return_alternates, report)
-
-        return retry_while_pending(
-            self.conf, self.stats, attempt,
-            spec.flavor.name or "request", spec.cluster)
-
-    def _place(self, spec: RequestSpec,
-               scheduler: filter_scheduler.FilterScheduler,
-               uuids: list[str], anonymous: bool, return_alternates: bool,
-               report: observability.DecisionReport) -> list[list[dict]]:
-        """One attempt at placing the request, under the cluster lock in
-        that mode (``RequestPlacement.place``)."""
         cluster = spec.cluster
-
-        def run(hold_deadline: float | None) -> list[list[dict]]:
-            placement = RequestPlacement(
-                self.placer, self.host_manager, scheduler, spec,
-                self.stats, self.conf.scheduler.max_claim_rounds,
-                uuids, anonymous, report, functools.partial(
-                    lock.check_hold, self.conf, hold_deadline, cluster))
-            return placement.place(return_alternates)
-
-        with database_errors("select_destinations"):
-            return lock.serialised(self.conf, cluster, run)
+        # Each attempt runs under the cluster lock (in that mode), which
+        # is released before a wait for pending claims.
+        for attempt in pending.attempts(self.conf, self.stats,
+                                        spec.flavor.name or "request",
+                                        cluster):
+            with attempt, database_errors("select_destinations"), \
+                    lock.cluster_lock(self.conf, cluster) as check_hold:
+                return RequestPlacement(
+                    self.placer, self.host_manager, scheduler, spec,
+                    self.stats, self.conf.scheduler.max_claim_rounds, uuids,
+                    anonymous, report, check_hold).place(return_alternates)
+        raise AssertionError("pending.attempts() never ends")
 
     def _spec(self, spec_dict: dict,
               uuids: list[str] | None = None) -> RequestSpec:
