@@ -22,3 +22,8 @@ class InvalidRequest(SchedulerError):
 
 class NoValidHost(SchedulerError):
     """No host passed the filters; the message is the histogram of why."""
+
+    #: Claims not yet reflected in metrics existed in the request's
+    #: cluster: it may fit once they are (``[scheduler]
+    #: pending_retry_timeout`` waits for them).
+    pending: bool = False

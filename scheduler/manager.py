@@ -41,7 +41,6 @@ planner claims through too) and the retry ``scheduler.placement.pending``;
 the counters are ``scheduler.placement.stats.ManagerStats``.
 """
 
-import functools
 import uuid
 
 from oslo_config import cfg
@@ -51,16 +50,17 @@ from scheduler.common import observability
 from scheduler.db import api as db_api
 from scheduler.engine import filter_scheduler
 from scheduler.placement import lock
+from scheduler.placement import pending
 from scheduler.placement.balance_planner import BalancePlanner
 from scheduler.placement.errors import LockHoldTimeout
 from scheduler.placement.errors import database_errors
 from scheduler.placement.pending import PENDING_POLL_INTERVAL
-from scheduler.placement.pending import retry_while_pending
 from scheduler.placement.placer import Placer
 from scheduler.placement.rounds import RequestPlacement
 from scheduler.placement.stats import ManagerStats
 from scheduler.policies import cluster as cluster_policy
 from scheduler.policies.live import LivePolicies
+from scheduler.policies.schedulers import PolicySchedulers
 from scheduler.request.schema import request_spec_schema
 from scheduler.request.spec import RequestSpec
 from scheduler.request.validation import _checkers
@@ -93,24 +93,29 @@ class SchedulerManager:
         self.conf = conf
         self.scheduler = scheduler or filter_scheduler.FilterScheduler(conf)
         self.host_manager = self.scheduler.host_manager
-        self.policies = cluster_policy.load_policies(conf)
-        schedulers = self.policies.schedulers(conf, self.host_manager)
-        schedulers[None] = self.scheduler
-        # The policies in use and their schedulers, swapped as one by
-        # _use_policies so that a request never sees one without the other.
-        self._active = (self.policies, schedulers)
+        #: The policies in use and their filter schedulers: the one set
+        #: of the service, lent to the planner.
+        self.schedulers = PolicySchedulers(
+            conf, self.host_manager, cluster_policy.load_policies(conf),
+            default=self.scheduler)
         #: Claims the hosts of requests and of planned migrations.
         self.placer = Placer.for_conf(conf, self.host_manager)
         self.claims = self.placer.claims
         self.deferred_releases = self.placer.deferred_releases
         #: Plans balancing migrations (``balance()``, the periodic task).
         self.planner = BalancePlanner(conf, self.host_manager,
-                                      self.policies, placer=self.placer)
+                                      placer=self.placer,
+                                      schedulers=self.schedulers)
         # Policies the REST API stores: read with each host refresh.
         self.live_policies = LivePolicies(conf, self.policies,
                                           self._use_policies)
         self.host_manager.refresh_hooks.append(self.live_policies.observe)
         self.stats = ManagerStats()
+
+    @property
+    def policies(self) -> cluster_policy.PolicySet:
+        """The cluster policies in use."""
+        return self.schedulers.policies
 
     # select_destinations
 
@@ -167,44 +172,28 @@ class SchedulerManager:
             uuids = [str(uuid.uuid4())
                      for _ in range(spec_dict["num_instances"])]
         # Extra specs and hints are checked before anything is locked or
-        # claimed; the spec is then reused by the first decision.
-        first_spec = self._spec(spec_dict, uuids)
+        # claimed; the one spec and scheduler then serve every round.
+        spec = self._spec(spec_dict, uuids)
         report.instances = len(uuids)
-        report.cluster = first_spec.cluster
-        policy = self.policies.for_cluster(first_spec.cluster)
+        report.cluster = spec.cluster
+        policy, scheduler = self.schedulers.for_cluster(spec.cluster)
         report.policy = None if policy is None else policy.label
-        self._scheduler(first_spec).validate(first_spec)
+        scheduler.validate(spec)
         self.stats.add(requests=1)
 
-        def attempt(number: int) -> list[list[dict]]:
-            # A retry after a wait for pending claims decides on a fresh
-            # spec (select() records group members in it).
-            spec = first_spec if number == 1 else self._spec(spec_dict,
-                                                             uuids)
-            return self._place(spec_dict, spec, uuids, anonymous,
-                               return_alternates, report)
-
-        return retry_while_pending(
-            self.conf, self.stats, attempt,
-            first_spec.flavor.name or "request", first_spec.cluster)
-
-    def _place(self, spec_dict: dict, spec: RequestSpec, uuids: list[str],
-               anonymous: bool, return_alternates: bool,
-               report: observability.DecisionReport) -> list[list[dict]]:
-        """One attempt at placing the request, under the cluster lock in
-        that mode (``RequestPlacement.place``)."""
-        cluster = spec_dict.get("cluster")
-
-        def run(hold_deadline: float | None) -> list[list[dict]]:
-            placement = RequestPlacement(
-                self.placer, self.host_manager, self._scheduler, self._spec,
-                self.stats, self.conf.scheduler.max_claim_rounds,
-                spec_dict, uuids, anonymous, report, functools.partial(
-                    lock.check_hold, self.conf, hold_deadline, cluster))
-            return placement.place(spec, return_alternates)
-
-        with database_errors("select_destinations"):
-            return lock.serialised(self.conf, cluster, run)
+        cluster = spec.cluster
+        # Each attempt runs under the cluster lock (in that mode), which
+        # is released before a wait for pending claims.
+        for attempt in pending.attempts(self.conf, self.stats,
+                                        spec.flavor.name or "request",
+                                        cluster):
+            with attempt, database_errors("select_destinations"), \
+                    lock.cluster_lock(self.conf, cluster) as check_hold:
+                return RequestPlacement(
+                    self.placer, self.host_manager, scheduler, spec,
+                    self.stats, self.conf.scheduler.max_claim_rounds, uuids,
+                    anonymous, report, check_hold).place(return_alternates)
+        raise AssertionError("pending.attempts() never ends")
 
     def _spec(self, spec_dict: dict,
               uuids: list[str] | None = None) -> RequestSpec:
@@ -221,35 +210,17 @@ class SchedulerManager:
         (docs/operator-guide.md JSON form: selected, summary, hosts)."""
         spec_dict, _ = validate_request(request_spec)
         spec = self._spec(spec_dict)
-        policies, _ = self._active
+        policy, scheduler = self.schedulers.for_cluster(spec.cluster)
         with database_errors("explain"):
-            result = self._scheduler(spec).explain(spec).as_dict()
+            result = scheduler.explain(spec).as_dict()
         # Which policy decided, with the version of an API-stored one.
-        policy = policies.for_cluster(spec.cluster)
         result["policy"] = None if policy is None else policy.label
         return result
 
-    def _scheduler(self, spec: RequestSpec
-                   ) -> filter_scheduler.FilterScheduler:
-        """The filter scheduler of the request's cluster policy."""
-        policies, schedulers = self._active
-        return schedulers[policies.name_for(spec.cluster)]
-
     def _use_policies(self, policies: cluster_policy.PolicySet) -> None:
-        """Put the live PolicySet in use: new filter schedulers for new
-        or changed policies only, then one swap."""
-        old_policies, old = self._active
-        schedulers = {None: self.scheduler}
-        for name, policy in policies.policies.items():
-            if old_policies.policies.get(name) == policy and name in old:
-                schedulers[name] = old[name]
-            else:
-                schedulers[name] = filter_scheduler.FilterScheduler(
-                    self.conf, host_manager=self.host_manager,
-                    pipeline=policy.pipeline())
-        self._active = (policies, schedulers)
-        self.policies = policies
-        self.planner.use_policies(policies)
+        """Put the live PolicySet in use (``PolicySchedulers.use``), for
+        requests and the planner at once."""
+        self.schedulers.use(policies)
 
     # balance
 

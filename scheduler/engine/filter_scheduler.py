@@ -132,21 +132,34 @@ class FilterScheduler:
         return decision
 
     def select(self, spec: RequestSpec,
-               hosts: Sequence[HostState] | None = None
+               hosts: Sequence[HostState] | None = None,
+               instances: Sequence[str] | None = None
                ) -> list[Decision]:
-        """One decision per instance; raises NoValidHost when one does not
-        fit. The resources of each chosen host are consumed (on copies)
-        before the next instance is placed."""
+        """One decision per instance (``instances``, by default those of
+        ``spec``); raises NoValidHost when one does not fit. The
+        resources of each chosen host are consumed (on copies) before the
+        next instance is placed. Each call is a decision of its own
+        (``spec.start_call``): one spec serves every round of a
+        request."""
         self.validate(spec)
+        return self.select_valid(spec, hosts, instances)
+
+    def select_valid(self, spec: RequestSpec,
+                     hosts: Sequence[HostState] | None = None,
+                     instances: Sequence[str] | None = None
+                     ) -> list[Decision]:
+        """``select`` for a spec its caller validated (``validate``) at
+        the front of the request, once for all its rounds."""
         # Logged (once each), as no explain output shows them here.
         request_warnings.collect(spec, self.conf, self.filters)
+        if instances is None:
+            instances = spec.instance_uuids or [None] * spec.num_instances
         with self._table(hosts) as table:
-            return self._select(spec, table)
+            return self._select(spec, table, list(instances))
 
-    def _select(self, spec: RequestSpec, table: HostTable
-                ) -> list[Decision]:
+    def _select(self, spec: RequestSpec, table: HostTable,
+                uuids: list[str | None]) -> list[Decision]:
         flavor = spec.flavor
-        uuids = spec.instance_uuids or [None] * spec.num_instances
         # One "now" for every host and instance of the request.
         spec.start_call(clock.utcnow())
         decisions = []

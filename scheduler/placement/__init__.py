@@ -9,16 +9,14 @@
 * ``lock``: the cluster lock mode and its hold deadline.
 * ``pending``: retrying a request while pending claims may free room.
 * ``entries``: the reply entries of ``select_destinations``.
-* ``errors``: LockHoldTimeout, Unplaceable, database errors as callers
-  see them.
+* ``errors``: LockHoldTimeout, database errors as callers see them.
 
 The claims store and deferred releases are ``scheduler.claims``. Nothing
 here imports the manager, the balancer or the RPC layer.
 """
 
 from scheduler.placement.errors import LockHoldTimeout
-from scheduler.placement.errors import Unplaceable
 from scheduler.placement.errors import database_errors
 from scheduler.placement.placer import Placer
 
-__all__ = ["LockHoldTimeout", "Placer", "Unplaceable", "database_errors"]
+__all__ = ["LockHoldTimeout", "Placer", "database_errors"]

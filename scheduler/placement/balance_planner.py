@@ -39,7 +39,6 @@ from scheduler.common import observability
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import models
-from scheduler.engine import filter_scheduler
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import seconds_before
@@ -48,6 +47,7 @@ from scheduler.placement import migrations as migrations_mod
 from scheduler.placement.placer import Placer
 from scheduler.policies import cluster as cluster_policy
 from scheduler.policies.migration import policies as migration_policies
+from scheduler.policies.schedulers import PolicySchedulers
 from scheduler.request.spec import Flavor
 from scheduler.request.spec import RequestSpec
 
@@ -84,7 +84,9 @@ class BalancePlanner:
     max_incoming_per_host``/``max_outgoing_per_host``. ``clock`` gives
     the naive UTC time metrics are aged against (tests simulate time).
     ``placer`` claims the destinations; by default one of its own, over
-    ``host_manager``.
+    ``host_manager``. ``schedulers`` are the policies' filter schedulers
+    (the manager's in a service); by default a set of its own over
+    ``policies``.
     """
 
     def __init__(self, conf: cfg.ConfigOpts,
@@ -94,10 +96,14 @@ class BalancePlanner:
                  max_incoming: int | None = None,
                  max_outgoing: int | None = None,
                  clock: Callable[[], datetime.datetime] = models.utcnow,
-                 placer: Placer | None = None):
+                 placer: Placer | None = None,
+                 schedulers: PolicySchedulers | None = None):
         self.conf = conf
         self.host_manager = host_manager or HostManager(conf)
-        self.policies = policies or cluster_policy.load_policies(conf)
+        #: The policies in use and their filter schedulers.
+        self.schedulers = schedulers or PolicySchedulers(
+            conf, self.host_manager,
+            policies or cluster_policy.load_policies(conf))
         self.on_planned = on_planned
         limits = conf.migration
         self.max_incoming = max_incoming or limits.max_incoming_per_host
@@ -110,7 +116,11 @@ class BalancePlanner:
         self.claims = self.placer.claims
         self.migrations = migrations_mod.MigrationStore(conf)
         self.samples = history_mod.SampleStore(conf)
-        self._schedulers: dict[str, filter_scheduler.FilterScheduler] = {}
+
+    @property
+    def policies(self) -> cluster_policy.PolicySet:
+        """The cluster policies in use."""
+        return self.schedulers.policies
 
     def balance(self, cluster: str | None = None, dry_run: bool = False,
                 spacing: float = 0.0, migration_policy: str | None = None
@@ -309,8 +319,8 @@ class BalancePlanner:
         candidates = [load.state for load in proposal.destinations
                       if load.node_id != source.node_id]
         try:
-            decision, = self._scheduler(policy).select(spec,
-                                                       hosts=candidates)
+            decision, = self.schedulers.for_policy(policy.name).select(
+                spec, hosts=candidates)
         except exception.NoValidHost as e:
             LOG.debug("No destination for %s off %s: %s", instance.uuid,
                       source.host, e)
@@ -380,19 +390,6 @@ class BalancePlanner:
 
     def use_policies(self, policies: cluster_policy.PolicySet) -> None:
         """Plan the next ticks with ``policies`` (changed through the
-        REST API); filter schedulers of changed policies are rebuilt."""
-        self._schedulers = {
-            name: scheduler for name, scheduler in self._schedulers.items()
-            if policies.policies.get(name) == self.policies.policies.get(
-                name)}
-        self.policies = policies
-
-    def _scheduler(self, policy: cluster_policy.ClusterPolicy
-                   ) -> filter_scheduler.FilterScheduler:
-        scheduler = self._schedulers.get(policy.name)
-        if scheduler is None:
-            scheduler = self._schedulers[policy.name] = \
-                filter_scheduler.FilterScheduler(
-                    self.conf, host_manager=self.host_manager,
-                    pipeline=policy.pipeline())
-        return scheduler
+        REST API): ``PolicySchedulers.use``, a no-op when the manager
+        sharing them put them in use already."""
+        self.schedulers.use(policies)

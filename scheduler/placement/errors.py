@@ -20,17 +20,6 @@ class LockHoldTimeout(exception.NoValidHost):
     """
 
 
-class Unplaceable(Exception):
-    """An instance of the request fits nowhere (internal: the pending
-    retry turns it into NoValidHost)."""
-
-    def __init__(self, summary: str, pending: bool):
-        self.summary = summary
-        #: Pending claims existed in the request's cluster.
-        self.pending = pending
-        super().__init__(summary)
-
-
 @contextlib.contextmanager
 def database_errors(operation: str) -> Iterator[None]:
     """SQLAlchemy errors raised inside become ``claims.DatabaseError``

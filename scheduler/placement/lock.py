@@ -3,9 +3,11 @@ pass at a time per cluster, across every scheduler process, under the
 database lock ``cluster:<cluster or ->``, for at most ``[scheduler]
 lock_hold_timeout`` seconds."""
 
+import contextlib
+import functools
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Iterator
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -16,34 +18,34 @@ from scheduler.placement.errors import LockHoldTimeout
 
 LOG = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
-
-
 def _lock_name(cluster: str | None) -> str:
     return f"cluster:{cluster or '-'}"
 
 
-def serialised(conf: cfg.ConfigOpts, cluster: str | None,
-               run: Callable[[float | None], _T]) -> _T:
-    """``run(hold_deadline)``, under the cluster lock when ``[scheduler]
-    cluster_lock`` is set; ``hold_deadline`` (a ``time.monotonic()``
-    value, None for none) is when the pass must stop (``check_hold``)."""
+@contextlib.contextmanager
+def cluster_lock(conf: cfg.ConfigOpts, cluster: str | None
+                 ) -> Iterator[Callable[[], None]]:
+    """One scheduling pass, under the cluster lock when ``[scheduler]
+    cluster_lock`` is set; yields its ``check_hold``, to call before each
+    step: it raises LockHoldTimeout once the pass has held the lock for
+    ``[scheduler] lock_hold_timeout``."""
     opts = conf.scheduler
     if not opts.cluster_lock:
-        return run(None)
+        yield functools.partial(check_hold, conf, None, cluster)
+        return
     name = _lock_name(cluster)
     with locks.database_lock(db_api.get_engine(conf), name,
                              opts.lock_acquire_timeout):
         started = time.monotonic()
         limit = opts.lock_hold_timeout
-        result = run(started + limit if limit > 0 else None)
+        yield functools.partial(check_hold, conf, started + limit
+                                if limit > 0 else None, cluster)
         held = time.monotonic() - started
         if 0 < limit < held:
             LOG.warning("Scheduling pass held lock %s for %.1f s, more "
                         "than [scheduler] lock_hold_timeout (%g s); "
                         "its last step had already started, so it kept "
                         "its claims", name, held, limit)
-        return result
 
 
 def check_hold(conf: cfg.ConfigOpts, hold_deadline: float | None,

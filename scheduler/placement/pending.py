@@ -7,49 +7,53 @@ seconds until the timeout: the pending instances may turn out smaller
 than claimed, or fail and be released.
 """
 
+import contextlib
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Iterator
 
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from scheduler import exception
-from scheduler.placement.errors import Unplaceable
 from scheduler.placement.stats import ManagerStats
 
 LOG = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
 
 #: Seconds between the attempts of a request waiting for pending claims
 #: (``[scheduler] pending_retry_timeout``).
 PENDING_POLL_INTERVAL = 0.5
 
 
-def retry_while_pending(conf: cfg.ConfigOpts, stats: ManagerStats,
-                        attempt: Callable[[int], _T], what: str,
-                        cluster: str | None) -> _T:
-    """``attempt(number)`` (numbered from 1) until it places the request,
-    again while it raises Unplaceable with pending claims in the cluster
-    and the timeout has not passed; NoValidHost otherwise. ``what`` and
-    ``cluster`` name the request in the log."""
+def attempts(conf: cfg.ConfigOpts, stats: ManagerStats, what: str,
+             cluster: str | None
+             ) -> Iterator[contextlib.AbstractContextManager[None]]:
+    """The attempts at placing a request, each a context to run one in::
+
+        for attempt in attempts(conf, stats, what, cluster):
+            with attempt:
+                return place()
+
+    An attempt that raises NoValidHost with pending claims in the cluster
+    (``NoValidHost.pending``) before the timeout waits and lets the loop
+    go on; any other error leaves it. ``what`` and ``cluster`` name the
+    request in the log."""
     deadline = time.monotonic() + conf.scheduler.pending_retry_timeout
-    number = 1
     while True:
-        try:
-            return attempt(number)
-        except Unplaceable as e:
-            left = deadline - time.monotonic()
-            if not e.pending or left <= 0:
-                stats.add(no_valid_host=1)
-                raise exception.NoValidHost(e.summary) from None
-            LOG.info("No host for %s yet, but pending claims exist in "
-                     "cluster %s; retrying for up to %.1f s more: %s",
-                     what, cluster or "(any)", left, e.summary)
-            stats.add(pending_waits=1)
-            time.sleep(min(PENDING_POLL_INTERVAL, left))
-            number += 1
-        except exception.NoValidHost:
+        yield _attempt(stats, deadline, what, cluster)
+
+
+@contextlib.contextmanager
+def _attempt(stats: ManagerStats, deadline: float, what: str,
+             cluster: str | None) -> Iterator[None]:
+    try:
+        yield
+    except exception.NoValidHost as e:
+        left = deadline - time.monotonic()
+        if not e.pending or left <= 0:
             stats.add(no_valid_host=1)
             raise
+        LOG.info("No host for %s yet, but pending claims exist in "
+                 "cluster %s; retrying for up to %.1f s more: %s",
+                 what, cluster or "(any)", left, e)
+        stats.add(pending_waits=1)
+        time.sleep(min(PENDING_POLL_INTERVAL, left))

@@ -26,15 +26,10 @@ from scheduler.engine import filter_scheduler
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.hosts.state import HostState
 from scheduler.placement import entries as entries_mod
-from scheduler.placement.errors import Unplaceable
+from scheduler.placement.errors import LockHoldTimeout
 from scheduler.placement.placer import Placer
 from scheduler.placement.stats import ManagerStats
 from scheduler.request.spec import RequestSpec
-
-#: The filter scheduler that decides for a request (its cluster policy's).
-SchedulerFor = Callable[[RequestSpec], filter_scheduler.FilterScheduler]
-#: A request spec for these instances of the validated spec dict.
-SpecFor = Callable[[dict, list[str]], RequestSpec]
 
 
 def pending_in_cluster(hosts: Sequence[HostState],
@@ -49,18 +44,19 @@ def pending_in_cluster(hosts: Sequence[HostState],
 class RequestPlacement:
     """The placement of one validated request (one attempt of it).
 
-    ``uuids`` are the instances; ``anonymous`` when the caller gave none
-    (each is then claimed under its own uuid as allocation id).
+    ``spec`` serves every decision round (each decides on its own
+    ``CycleState``), ``scheduler`` is its cluster policy's. ``uuids`` are
+    the instances; ``anonymous`` when the caller gave none (each is then
+    claimed under its own uuid as allocation id).
     ``check_hold`` raises once the cluster lock was held too long.
     """
 
     placer: Placer
     host_manager: HostManager
-    scheduler_for: SchedulerFor
-    spec_for: SpecFor
+    scheduler: filter_scheduler.FilterScheduler
+    spec: RequestSpec
     stats: ManagerStats
     max_rounds: int
-    spec_dict: dict
     uuids: list[str]
     anonymous: bool
     report: observability.DecisionReport
@@ -72,15 +68,16 @@ class RequestPlacement:
     #: Candidates found full by a claim, oldest first.
     taken: list[HostState] = dataclasses.field(default_factory=list)
 
-    def place(self, first_spec: RequestSpec,
-              return_alternates: bool) -> list[list[dict]]:
+    def place(self, return_alternates: bool) -> list[list[dict]]:
         """One list of entries per instance: the claimed host, then (when
-        ``return_alternates``) the alternates. Raises Unplaceable when an
+        ``return_alternates``) the alternates. Raises NoValidHost when an
         instance fits nowhere; nothing this call claimed remains then."""
         try:
             try:
-                self._claim_all(first_spec)
-            except Unplaceable:
+                self._claim_all()
+            except LockHoldTimeout:
+                raise
+            except exception.NoValidHost:
                 # Existing claims are looked up only now, off the common
                 # path: a retried request for instances holding claims
                 # gets them back through the unique instance_uuid when
@@ -88,7 +85,7 @@ class RequestPlacement:
                 # looked full (its own claims may be what fills it).
                 if self.anonymous or not self._held():
                     raise
-                self._claim_all(None)
+                self._claim_all()
         except BaseException:
             # Nothing half-claimed: undo this call's claims (never those
             # the instances held before it) whatever went wrong.
@@ -108,9 +105,9 @@ class RequestPlacement:
         self.stats.add(idempotent=len(held))
         return bool(held)
 
-    def _claim_all(self, first_spec: RequestSpec | None) -> None:
+    def _claim_all(self) -> None:
         """Decide and claim for every instance without an entry; raises
-        Unplaceable when one fits nowhere or loses every round."""
+        NoValidHost when one fits nowhere or loses every round."""
         todo = [u for u in self.uuids if u not in self.entries]
         for round_number in range(1, self.max_rounds + 1):
             if not todo:
@@ -118,39 +115,34 @@ class RequestPlacement:
             self.check_hold()
             if round_number > 1:
                 self.stats.add(redecisions=1)
-            # The validated spec serves the first decision; later ones
-            # need a fresh one (select() records group members in it).
-            spec = (first_spec if first_spec is not None
-                    and round_number == 1
-                    else self.spec_for(self.spec_dict, todo))
-            decisions = self._decide(spec)
+            decisions = self._decide(todo)
             for instance, decision in zip(todo, decisions, strict=True):
-                entry = self._claim_one(spec, instance, decision)
+                entry = self._claim_one(instance, decision)
                 if entry is None:
                     break  # decide again for this one and the rest
                 self.entries[instance] = entry
             todo = [u for u in todo if u not in self.entries]
         if todo:
-            raise Unplaceable(
+            raise exception.NoValidHost(
                 f"{len(todo)} instance(s) could not be claimed in "
                 f"{self.max_rounds} decision round(s): every candidate was "
                 f"filled by concurrent requests first (last ones: "
-                f"{', '.join(h.host for h in self.taken[-5:])})",
-                pending=False)
+                f"{', '.join(h.host for h in self.taken[-5:])})")
 
-    def _decide(self, spec: RequestSpec
+    def _decide(self, todo: list[str]
                 ) -> list[filter_scheduler.Decision]:
         # The scheduler refreshes the host cache itself; after a
         # conflict, the refresh reads the nodes whose claims beat ours
         # (their generation moved), unless those committed late.
         hosts = self._hosts_not_known_full()
         try:
-            decisions = self.scheduler_for(spec).select(spec, hosts)
+            # Validated once, at the front of the request.
+            decisions = self.scheduler.select_valid(self.spec, hosts, todo)
         except exception.NoValidHost as e:
             known = hosts or self.host_manager.host_states()
             self.report.candidates, self.report.hosts = 0, len(known)
-            raise Unplaceable(str(e), pending_in_cluster(
-                known, spec.cluster)) from None
+            e.pending = pending_in_cluster(known, self.spec.cluster)
+            raise
         self.report.candidates = decisions[-1].candidates
         self.report.hosts = decisions[-1].hosts
         return decisions
@@ -174,15 +166,15 @@ class RequestPlacement:
                  if full.get(host.node_id, -1) != host.generation]
         return fresh or hosts
 
-    def _claim_one(self, spec: RequestSpec, instance: str,
-                   decision: filter_scheduler.Decision) -> list[dict] | None:
+    def _claim_one(self, instance: str, decision: filter_scheduler.Decision
+                   ) -> list[dict] | None:
         """Claim the chosen host, else the alternates in order; the
         instance's reply entries, or None when every candidate was
         full."""
-        flavor = spec.flavor
+        flavor = self.spec.flavor
         usage = claims.Usage(flavor.vcpus, flavor.memory_mb, flavor.disk_gb)
         found = self.placer.claim_first(
-            decision.selected, instance, usage, spec.group, self.made,
+            decision.selected, instance, usage, self.spec.group, self.made,
             allocation_id=instance if self.anonymous else None,
             taken=self.taken, before_each=self.check_hold, stats=self.stats)
         if found is None:

@@ -9,8 +9,8 @@ a group named after a built-in overrides it option by option.
 cluster uses ``[filter_scheduler]`` and is never balanced.
 
 The service runs one FilterScheduler per policy, all sharing one
-HostManager: ``PolicySet.schedulers(conf, host_manager)``, then for a
-request ``schedulers[policy_set.name_for(spec.cluster)]``.
+HostManager: ``PolicySet.schedulers(conf, host_manager)``, held by the
+manager's ``scheduler.policies.schedulers.PolicySchedulers``.
 """
 
 import dataclasses
@@ -125,16 +125,29 @@ class PolicySet:
         return None if name is None else self.policies[name]
 
     def schedulers(self, conf: cfg.ConfigOpts,
-                   host_manager: HostManager
+                   host_manager: HostManager,
+                   default: filter_scheduler.FilterScheduler | None = None,
+                   previous: tuple["PolicySet", Mapping[
+                       str | None, filter_scheduler.FilterScheduler]]
+                   | None = None
                    ) -> dict[str | None, filter_scheduler.FilterScheduler]:
         """One FilterScheduler per policy, keyed like ``name_for``; they
-        share ``host_manager`` and so its host cache."""
-        pipelines = {name: policy.pipeline()
-                     for name, policy in self.policies.items()}
-        pipelines[None] = filter_scheduler.Pipeline.from_conf(conf)
-        return {name: filter_scheduler.FilterScheduler(
-                    conf, host_manager=host_manager, pipeline=pipeline)
-                for name, pipeline in pipelines.items()}
+        share ``host_manager`` and so its host cache. ``default`` serves
+        None (else one of ``[filter_scheduler]`` is built); ``previous``
+        (an older set and its schedulers) lends the schedulers of the
+        policies that did not change."""
+        old_policies, old = previous or (None, {})
+        schedulers = {None: default or filter_scheduler.FilterScheduler(
+            conf, host_manager=host_manager)}
+        for name, policy in self.policies.items():
+            if (old_policies is not None and name in old
+                    and old_policies.policies.get(name) == policy):
+                schedulers[name] = old[name]
+            else:
+                schedulers[name] = filter_scheduler.FilterScheduler(
+                    conf, host_manager=host_manager,
+                    pipeline=policy.pipeline())
+        return schedulers
 
 
 def load_policies(conf: cfg.ConfigOpts) -> PolicySet:

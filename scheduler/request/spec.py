@@ -5,8 +5,9 @@ API (docs/architecture.md). Schema validation of the wire format happens at the
 RPC boundary; this module turns the dict into attributes and parses the
 ``resources:`` extra specs once per request.
 
-A request is also the place for what one scheduling call derives from it:
-``FilterScheduler`` fixes ``now`` once per call, and filters and weighers
+A request also carries what one scheduling call derives from it, in one
+``CycleState`` that each call starts afresh: ``FilterScheduler`` fixes
+``now`` once per call, and filters and weighers
 ``memo()`` what they work out from the request and the configuration
 (the metrics freshness cutoff, a compiled query...), once per request
 rather than per host, and shared between them. Filter and weigher objects
@@ -38,6 +39,25 @@ class Flavor:
 
 
 @dataclasses.dataclass
+class CycleState:
+    """One decision's own state, as kube-scheduler's CycleState: what a
+    select/explain call derives from the request, replaced as one by the
+    next call (``RequestSpec.start_call``), so that one spec serves every
+    decision round of a request."""
+
+    #: The instant the request is scheduled at (naive UTC), fixed once
+    #: per call so that every filter and weigher ages heartbeats and
+    #: metrics against the same time; None outside such a call (filters
+    #: then read the clock).
+    now: datetime.datetime | None = None
+    #: Hosts already holding members of ``scheduler_hints.group``; filled
+    #: by the scheduler before filtering, as no filter sees all hosts.
+    group_hosts: set[str] = dataclasses.field(default_factory=set)
+    #: What ``RequestSpec.memo()`` computed, by key.
+    memo: dict[str, typing.Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
 class RequestSpec:
     flavor: Flavor
     num_instances: int = 1
@@ -53,18 +73,9 @@ class RequestSpec:
     #: Parsed ``resources:`` extra specs (thresholds and max/min goals).
     resources: list[extra_specs.ResourceSpec] = dataclasses.field(
         default_factory=list)
-    #: Hosts already holding members of ``scheduler_hints.group``; filled
-    #: by the scheduler before filtering, as no filter sees all hosts.
-    group_hosts: set[str] = dataclasses.field(default_factory=set)
-    #: The instant the request is scheduled at (naive UTC), set by the
-    #: scheduler once per select/explain call so that every filter and
-    #: weigher ages heartbeats and metrics against the same time; None
-    #: outside such a call (filters then read the clock).
-    now: datetime.datetime | None = dataclasses.field(
-        default=None, compare=False)
-    # What memo() computed, by key.
-    _memo: dict[str, typing.Any] = dataclasses.field(
-        default_factory=dict, init=False, repr=False, compare=False)
+    #: What the current select/explain call derived (``start_call``).
+    state: CycleState = dataclasses.field(
+        default_factory=CycleState, init=False, repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, spec: dict, scope: str = "resources",
@@ -115,12 +126,26 @@ class RequestSpec:
         return [str(v) for v in value] if isinstance(
             value, list | tuple) else [str(value)]
 
+    @property
+    def now(self) -> datetime.datetime | None:
+        """``now`` of the current call (``CycleState``)."""
+        return self.state.now
+
+    @property
+    def group_hosts(self) -> set[str]:
+        """``group_hosts`` of the current call (``CycleState``)."""
+        return self.state.group_hosts
+
+    @group_hosts.setter
+    def group_hosts(self, hosts: set[str]) -> None:
+        self.state.group_hosts = hosts
+
     def start_call(self, now: datetime.datetime) -> None:
-        """Fix ``now`` for one select/explain call and forget what was
-        memoised before it (the configuration may have been reloaded
-        since)."""
-        self.now = now
-        self._memo.clear()
+        """Begin one select/explain call at ``now``: a new ``CycleState``,
+        so nothing memoised or recorded by an earlier call (the
+        configuration may have been reloaded since, the hosts chosen then
+        not claimed) is seen by it."""
+        self.state = CycleState(now)
 
     def memo(self, key: str, factory: collections.abc.Callable[[], _T]
              ) -> _T:
@@ -136,7 +161,7 @@ class RequestSpec:
         request).
         """
         try:
-            return self._memo[key]
+            return self.state.memo[key]
         except KeyError:
-            value = self._memo[key] = factory()
+            value = self.state.memo[key] = factory()
             return value
