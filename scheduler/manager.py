@@ -52,26 +52,16 @@ from scheduler.engine import filter_scheduler
 from scheduler.placement import lock
 from scheduler.placement import pending
 from scheduler.placement.balance_planner import BalancePlanner
-from scheduler.placement.errors import LockHoldTimeout
 from scheduler.placement.errors import database_errors
-from scheduler.placement.pending import PENDING_POLL_INTERVAL
 from scheduler.placement.placer import Placer
 from scheduler.placement.rounds import RequestPlacement
 from scheduler.placement.stats import ManagerStats
 from scheduler.policies import cluster as cluster_policy
 from scheduler.policies.live import LivePolicies
 from scheduler.policies.schedulers import PolicySchedulers
-from scheduler.request.schema import request_spec_schema
 from scheduler.request.spec import RequestSpec
-from scheduler.request.validation import _checkers
 from scheduler.request.validation import check_instance_uuid
 from scheduler.request.validation import validate_request
-
-# Names that moved out of this module and that callers still import from
-# it (tests, tools, the simulator).
-__all__ = ["PENDING_POLL_INTERVAL", "LockHoldTimeout", "ManagerStats",
-           "SchedulerManager", "_checkers", "request_spec_schema",
-           "validate_request"]
 
 
 class SchedulerManager:

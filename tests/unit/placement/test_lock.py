@@ -8,8 +8,8 @@ import time
 import pytest
 
 from scheduler import exception
-from scheduler import manager
 from scheduler.db import locks
+from scheduler.placement.errors import LockHoldTimeout
 from tests.fakes import add_node
 from tests.fakes import allocations
 from tests.fakes import make_manager
@@ -84,7 +84,7 @@ def test_lock_hold_timeout_stops_the_pass(conf, engine, monkeypatch,
 
     monkeypatch.setattr(mgr.claims, "claim", slow_claim)
     with caplog.at_level(logging.WARNING, logger="scheduler.manager"), \
-            pytest.raises(manager.LockHoldTimeout) as error:
+            pytest.raises(LockHoldTimeout) as error:
         mgr.select_destinations(spec(num_instances=3), uuids(3))
     assert isinstance(error.value, exception.NoValidHost)
     assert "lock_hold_timeout (0.1 s)" in str(error.value)

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler import exception
-from scheduler import manager
 from scheduler.request import values as request_values
+from scheduler.request.validation import validate_request
 
 SPEC = {"flavor": {"vcpus": 1, "memory_mb": 64, "root_gb": 1}}
 
@@ -49,14 +49,14 @@ def test_any_other_text_is_storable(text):
 ])
 def test_validate_request_names_the_field(spec, message):
     with pytest.raises(exception.InvalidRequest) as error:
-        manager.validate_request(spec)
+        validate_request(spec)
     assert str(error.value).startswith(message)
 
 
 def test_storable_text_passes_unchanged():
     spec = {**SPEC, "cluster": "Zürich-東京-🎉",
             "scheduler_hints": {"group": " trailing "}}
-    validated, _ = manager.validate_request(spec)
+    validated, _ = validate_request(spec)
     assert validated["cluster"] == "Zürich-東京-🎉"
     assert validated["scheduler_hints"]["group"] == " trailing "
 
