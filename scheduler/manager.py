@@ -45,9 +45,7 @@ import uuid
 
 from oslo_config import cfg
 
-from scheduler import exception
 from scheduler.common import observability
-from scheduler.db import api as db_api
 from scheduler.engine import filter_scheduler
 from scheduler.placement import lock
 from scheduler.placement import pending
@@ -109,35 +107,11 @@ class SchedulerManager:
 
     # select_destinations
 
-    def select_destinations(self, request_spec: dict,
-                            instance_uuids: list[str] | None = None,
-                            return_alternates: bool = False
-                            ) -> list[list[dict]]:
-        """``_select_destinations``, counted in the metrics and logged on
-        one INFO line (``observability.DecisionReport``)."""
-        report = observability.DecisionReport()
-        try:
-            selections = self._select_destinations(
-                request_spec, instance_uuids, return_alternates, report)
-        except exception.NoValidHost as e:
-            report.finish("no_valid_host", detail=("summary", str(e)))
-            raise
-        except exception.InvalidRequest as e:
-            report.finish("invalid_request", detail=("error", str(e)))
-            raise
-        except Exception as e:
-            report.finish("error", detail=(
-                "error", f"{type(e).__name__}: {db_api.one_line(e)}"))
-            raise
-        report.finish("placed", chosen=[str(entries[0]["host"])
-                                        for entries in selections])
-        return selections
-
-    def _select_destinations(self, request_spec: dict,
-                             instance_uuids: list[str] | None,
-                             return_alternates: bool,
-                             report: observability.DecisionReport
-                             ) -> list[list[dict]]:
+    def select_destinations(
+            self, request_spec: dict, instance_uuids: list[str] | None = None,
+            return_alternates: bool = False,
+            report: observability.DecisionReport | None = None
+            ) -> list[list[dict]]:
         """One list per instance: the claimed host, then (when
         ``return_alternates``) up to ``max_attempts - 1`` alternates.
 
@@ -155,7 +129,13 @@ class SchedulerManager:
         Database errors raise ``claims.DatabaseError`` after the claims
         of this call were released; lock waits past ``[scheduler]
         lock_acquire_timeout`` raise ``locks.LockTimeout``.
+
+        ``report`` is filled in on the way (instances, cluster, policy,
+        candidates); its caller, the RPC endpoint, writes the decision
+        line.
         """
+        if report is None:
+            report = observability.DecisionReport()
         spec_dict, uuids = validate_request(request_spec, instance_uuids)
         anonymous = not uuids
         if anonymous:

@@ -237,6 +237,20 @@ class DecisionReport:
             pairs.append(detail)
         LOG.info("decision %s", logfmt(pairs))
 
+    def failed(self, error: BaseException) -> None:
+        """``finish`` for a call that raised ``error``: no_valid_host
+        with the filter histogram, invalid_request, else error."""
+        if isinstance(error, exception.NoValidHost):
+            self.finish("no_valid_host", detail=("summary", str(error)))
+        elif isinstance(error, exception.InvalidRequest):
+            self.finish("invalid_request", detail=("error", str(error)))
+        else:
+            # A driver's error keeps its own message in ``orig``.
+            cause = getattr(error, "orig", None) or error
+            text = " ".join(str(cause).split())
+            self.finish("error", detail=(
+                "error", f"{type(error).__name__}: {text}"))
+
 
 # The exporter
 

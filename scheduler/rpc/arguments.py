@@ -33,8 +33,7 @@ def _refuse(method: str, error: exception.InvalidRequest) -> Any:
     # Every select_destinations outcome has its decision line; _guard
     # logs the other methods' refusals itself.
     if method == "select_destinations":
-        observability.DecisionReport().finish(
-            "invalid_request", detail=("error", str(error)))
+        observability.DecisionReport().failed(error)
     raise error
 
 

@@ -44,10 +44,11 @@ class Notifier(Protocol):
 class Manager(Protocol):
     """What the endpoint needs of ``scheduler.manager.SchedulerManager``."""
 
-    def select_destinations(self, request_spec: dict,
-                            instance_uuids: list[str] | None = None,
-                            return_alternates: bool = False
-                            ) -> list[list[dict]]: ...
+    def select_destinations(
+            self, request_spec: dict, instance_uuids: list[str] | None = None,
+            return_alternates: bool = False,
+            report: observability.DecisionReport | None = None
+            ) -> list[list[dict]]: ...
 
     def explain(self, request_spec: dict) -> dict: ...
 
@@ -176,13 +177,14 @@ class SchedulerEndpoint:
     def _select(self, ctxt: dict, request_spec: object,
                 instance_uuids: object, return_alternates: object
                 ) -> list[list[dict]]:
+        # The decision line of every outcome: this endpoint's, counted and
+        # logged once; the manager fills the report in on the way.
+        report = observability.DecisionReport()
         try:
             spec = check_request_spec(request_spec)
             alternates = check_bool(return_alternates, "return_alternates")
         except exception.InvalidRequest as e:
-            # Refused before the manager, which logs and counts the rest.
-            observability.DecisionReport().finish(
-                "invalid_request", detail=("error", str(e)))
+            report.failed(e)
             raise
         uuids = instance_uuids
         self._notify(ctxt, rpc.SELECT_START, {
@@ -192,10 +194,13 @@ class SchedulerEndpoint:
                                    "selections": None, "error": None}
         try:
             selections = self.manager.select_destinations(spec, uuids,
-                                                          alternates)
+                                                          alternates, report)
+            report.finish("placed", chosen=[str(entries[0]["host"])
+                                            for entries in selections])
             outcome["selections"] = selections
             return selections
         except Exception as e:
+            report.failed(e)
             # Observers pair start with end; the end says how it went.
             outcome["error"] = {"class": type(e).__name__,
                                 "message": str(e)}

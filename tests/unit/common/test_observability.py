@@ -65,11 +65,16 @@ def conf(unit_ratio_config):
     return unit_ratio_config
 
 
-@pytest.fixture
-def request_id():
-    token = observability.request_id.set("req-obs-1")
-    yield "req-obs-1"
-    observability.request_id.reset(token)
+def decide(mgr, *args, ctxt: dict | None = None):
+    """select_destinations through the RPC endpoint, which writes the
+    decision line: (its selections, None) or (None, the error raised)."""
+    endpoint = server.SchedulerEndpoint(mgr, "sched-1")
+    try:
+        return endpoint.select_destinations(
+            {"request_id": "req-obs-1"} if ctxt is None else ctxt,
+            *args), None
+    except Exception as e:  # oslo.messaging wraps the expected ones
+        return None, getattr(e, "exc_info", (None, e))[1]
 
 
 def decision_lines(caplog) -> list[str]:
@@ -81,8 +86,8 @@ def decision_lines(caplog) -> list[str]:
 # Decisions by outcome
 
 
-def test_placed_decision_is_counted_timed_and_logged(conf, engine, caplog,
-                                                     request_id):
+def test_placed_decision_is_counted_timed_and_logged(conf, engine,
+                                                     caplog):
     add_node(engine, "a", memory_mb=16384)
     add_node(engine, "b")
     mgr = make_manager(conf)
@@ -90,7 +95,7 @@ def test_placed_decision_is_counted_timed_and_logged(conf, engine, caplog,
                   ("scheduler_decision_duration_seconds_bucket",
                    {"outcome": "placed", "le": "+Inf"}))
     with caplog.at_level(logging.INFO, logger=OBSERVABILITY):
-        result = mgr.select_destinations(spec(), uuids(2))
+        result, _ = decide(mgr, spec(), uuids(2))
     assert delta("scheduler_decisions_total", outcome="placed") == 1
     assert delta("scheduler_decision_duration_seconds_count",
                  outcome="placed") == 1
@@ -105,8 +110,7 @@ def test_placed_decision_is_counted_timed_and_logged(conf, engine, caplog,
         rf"policy=-", line), line
 
 
-def test_no_valid_host_line_carries_the_histogram(conf, engine, caplog,
-                                                  request_id):
+def test_no_valid_host_line_carries_the_histogram(conf, engine, caplog):
     add_node(engine, "a")
     add_node(engine, "b", disabled=True)
     mgr = make_manager(conf)
@@ -115,9 +119,9 @@ def test_no_valid_host_line_carries_the_histogram(conf, engine, caplog,
                    {"filter": "RamFilter"}),
                   ("scheduler_filter_removed_hosts_total",
                    {"filter": "ComputeFilter"}))
-    with caplog.at_level(logging.INFO, logger=OBSERVABILITY), \
-            pytest.raises(exception.NoValidHost) as raised:
-        mgr.select_destinations(spec(ram=10**6, cluster="c1"), uuids(1))
+    with caplog.at_level(logging.INFO, logger=OBSERVABILITY):
+        _, error = decide(mgr, spec(ram=10**6, cluster="c1"), uuids(1))
+    assert type(error) is exception.NoValidHost
     assert delta("scheduler_decisions_total", outcome="no_valid_host") == 1
     assert delta("scheduler_decision_duration_seconds_count",
                  outcome="no_valid_host") == 1
@@ -126,7 +130,7 @@ def test_no_valid_host_line_carries_the_histogram(conf, engine, caplog,
     assert delta("scheduler_filter_removed_hosts_total",
                  filter="ComputeFilter") == 1
     line, = decision_lines(caplog)
-    summary = str(raised.value)
+    summary = str(error)
     assert summary == ("0/2 hosts available: 1 ComputeFilter (disabled), "
                        "1 RamFilter (insufficient RAM)")
     assert re.fullmatch(
@@ -138,14 +142,14 @@ def test_no_valid_host_line_carries_the_histogram(conf, engine, caplog,
 def test_invalid_request_is_counted_and_logged(conf, engine, caplog):
     mgr = make_manager(conf)
     delta = Delta(*decisions("invalid_request"))
-    with caplog.at_level(logging.INFO, logger=OBSERVABILITY), \
-            pytest.raises(exception.InvalidRequest):
-        mgr.select_destinations(
-            {"flavor": {"vcpus": "two", "memory_mb": 512, "root_gb": 1}})
+    with caplog.at_level(logging.INFO, logger=OBSERVABILITY):
+        _, error = decide(mgr, {"flavor": {
+            "vcpus": "two", "memory_mb": 512, "root_gb": 1}}, ctxt={})
+    assert type(error) is exception.InvalidRequest
     assert delta("scheduler_decisions_total",
                  outcome="invalid_request") == 1
     line, = decision_lines(caplog)
-    # Without an RPC endpoint around the call there is no request id.
+    # A context without a request id.
     assert line.startswith("decision request_id=- outcome=invalid_request "
                            "instances=- chosen=- candidates=- ")
     assert line.endswith(' policy=- error="request_spec.flavor.vcpus: '
@@ -162,9 +166,9 @@ def test_database_error_is_an_error_outcome(conf, engine, caplog,
 
     monkeypatch.setattr(mgr.host_manager, "host_states", down)
     delta = Delta(*decisions("error"))
-    with caplog.at_level(logging.INFO, logger=OBSERVABILITY), \
-            pytest.raises(exception.SchedulerError):
-        mgr.select_destinations(spec(), uuids(1))
+    with caplog.at_level(logging.INFO, logger=OBSERVABILITY):
+        _, error = decide(mgr, spec(), uuids(1))
+    assert isinstance(error, exception.SchedulerError)
     assert delta("scheduler_decisions_total", outcome="error") == 1
     line, = decision_lines(caplog)
     assert " outcome=error instances=1 " in line
@@ -318,7 +322,7 @@ def test_serve_publishes_the_metrics(conf, engine):
     add_node(engine, "a")
     exporter = observability.serve(conf, workers=1)
     try:
-        make_manager(conf).select_destinations(spec(), uuids(1))
+        decide(make_manager(conf), spec(), uuids(1))
         url = f"http://127.0.0.1:{conf.scheduler.metrics_port}/metrics"
         with urllib.request.urlopen(url, timeout=10) as response:
             text = response.read().decode()

@@ -60,7 +60,7 @@ class FakeManager:
             raise self.error
 
     def select_destinations(self, request_spec, instance_uuids=None,
-                            return_alternates=False):
+                            return_alternates=False, report=None):
         self._record("select_destinations", request_spec, instance_uuids,
                      return_alternates)
         count = len(instance_uuids or [None])
