@@ -224,9 +224,9 @@ class SchedulerEndpoint:
                *args: object) -> Any:
         rid = request_id(ctxt)
         started = time.monotonic()
-        # The manager's decision line (INFO, every select_destinations
-        # outcome) carries the request id and supersedes the INFO lines
-        # below for that method.
+        # select_destinations' decision line (INFO, every outcome, written
+        # by _select) carries the request id and supersedes the INFO
+        # lines below for that method.
         logged = method == "select_destinations"
         token = observability.request_id.set(rid)
         try:
