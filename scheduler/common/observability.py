@@ -205,8 +205,9 @@ def logfmt(pairs: Iterable[tuple[str, object]]) -> str:
 class DecisionReport:
     """Times one select_destinations call, then logs its decision line and
     counts it (``finish``, ``failed``): the RPC endpoint's, once per call.
-    The manager fills in what it learns on the way: instances, cluster and policy after validation, candidates and
-    hosts after each decision (the line shows the last one)."""
+    The manager fills in what it learns on the way: instances, cluster
+    and policy after validation, candidates and hosts after each decision
+    (the line shows the last one)."""
 
     def __init__(self) -> None:
         self.request_id = request_id.get()
