@@ -163,35 +163,12 @@ def bench(size: int, decisions: int, url: str | None, interval: int,
         cold = time.perf_counter() - cold
         gc.collect()
         memory = resident_bytes() - memory
-        samples = []
-        decoded = incremental = reloads = 0
-        loads = background_loads(manager)
-        began = time.monotonic()
-        # Two full loads' intervals at least, and until min_reloads full
-        # loads completed (a background one at 100k hosts outlasts the
-        # interval), so that the window holds periodic full loads.
-        while (len(samples) < decisions
-               or time.monotonic() - began < 2 * interval + 0.5
-               or reloads + background_loads(manager) - loads
-               < min_reloads):
-            touch_one(engine, size, rng)
-            started = time.perf_counter()
-            spec = RequestSpec.from_dict(REQUEST)
-            scheduler.select(spec)
-            samples.append((time.perf_counter() - started) * 1000)
-            refresh = manager.last_refresh
-            if refresh.full:
-                # On the request path; the background refresher's own
-                # loads are counted apart.
-                reloads += not background_loads(manager)
-            else:
-                incremental += 1
-                decoded += refresh.rows_decoded
-        reloads += background_loads(manager) - loads
+        window = _timed_window(scheduler, engine, size, rng, decisions,
+                               interval, min_reloads)
         if hasattr(manager, "close"):
             manager.close()
         db_api.dispose_engines()
-    samples.sort()
+    samples = sorted(window["samples"])
     return {
         "hosts": size,
         "p50_ms": statistics.median(samples),
@@ -200,11 +177,45 @@ def bench(size: int, decisions: int, url: str | None, interval: int,
         "max_ms": samples[-1],
         "per_s": 1000 / statistics.mean(samples),
         "decisions": len(samples),
-        "reloads": reloads,
+        "reloads": window["reloads"],
         "cold_s": cold,
         "bytes_per_host": memory / size,
-        "rows_decoded_per_decision": decoded / max(incremental, 1),
+        "rows_decoded_per_decision": (window["decoded"]
+                                      / max(window["incremental"], 1)),
     }
+
+
+def _timed_window(scheduler, engine, size: int, rng: random.Random,
+                  decisions: int, interval: int, min_reloads: int) -> dict:
+    """Decisions timed one by one (ms), a node's report before each; how
+    many full loads and incremental refreshes ran, rows decoded."""
+    manager = scheduler.host_manager
+    samples = []
+    decoded = incremental = reloads = 0
+    loads = background_loads(manager)
+    began = time.monotonic()
+    # Two full loads' intervals at least, and until min_reloads full
+    # loads completed (a background one at 100k hosts outlasts the
+    # interval), so that the window holds periodic full loads.
+    while (len(samples) < decisions
+           or time.monotonic() - began < 2 * interval + 0.5
+           or reloads + background_loads(manager) - loads < min_reloads):
+        touch_one(engine, size, rng)
+        started = time.perf_counter()
+        spec = RequestSpec.from_dict(REQUEST)
+        scheduler.select(spec)
+        samples.append((time.perf_counter() - started) * 1000)
+        refresh = manager.last_refresh
+        if refresh.full:
+            # On the request path; the background refresher's own
+            # loads are counted apart.
+            reloads += not background_loads(manager)
+        else:
+            incremental += 1
+            decoded += refresh.rows_decoded
+    reloads += background_loads(manager) - loads
+    return {"samples": samples, "reloads": reloads,
+            "incremental": incremental, "decoded": decoded}
 
 
 def main(argv: list[str] | None = None) -> int:
