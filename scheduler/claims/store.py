@@ -51,13 +51,13 @@ def _check_room(node_id: int, node: sa.Row, usage: Usage, cpu_ratio: float,
 
 
 def _new_claim(node_id: int, node: sa.Row, instance_uuid: str,
-               usage: Usage, allocation_id: str, generation: int,
-               changed_at: datetime.datetime) -> Claim:
+               usage: Usage, group: str | None, allocation_id: str,
+               generation: int, changed_at: datetime.datetime) -> Claim:
     return Claim(allocation_id=allocation_id, instance_uuid=instance_uuid,
                  node_id=node_id, node_uuid=node.uuid, host=node.host,
                  nodename=node.hypervisor_hostname, vcpus=usage.vcpus,
                  memory_mb=usage.memory_mb, disk_gb=usage.disk_gb,
-                 generation=generation, changed_at=changed_at)
+                 generation=generation, changed_at=changed_at, group=group)
 
 
 class Claims:
@@ -170,7 +170,7 @@ class Claims:
                         node.ram_ratio, node.disk_ratio)
             return None
         # The swap bumped the generation it read.
-        return _new_claim(node_id, node, instance_uuid, usage,
+        return _new_claim(node_id, node, instance_uuid, usage, group,
                           allocation_id, node.generation + 1, now)
 
     def _locked_claim(self, engine: Engine, node_id: int,
@@ -204,7 +204,7 @@ class Claims:
                 "memory_mb": usage.memory_mb, "disk_gb": usage.disk_gb,
                 "instance_group": group, "created_at": now})
         # Read after the bump, in its transaction: the bumped generation.
-        return _new_claim(node_id, node, instance_uuid, usage,
+        return _new_claim(node_id, node, instance_uuid, usage, group,
                           allocation_id, node.generation, now)
 
     def find(self, instance_uuids: Iterable[str]) -> dict[str, Claim]:

@@ -30,6 +30,10 @@ class Claim:
     #: again (``HostManager.record_claim``).
     generation: int | None = None
     changed_at: datetime.datetime | None = None
+    #: The server group the claim was made for, when the call that
+    #: returns it made it (else None): with the generation and change
+    #: time, what the host cache takes in (``HostManager.record_claim``).
+    group: str | None = None
     #: When a failed request gave the claim up for release in the
     #: background (``DeferredReleases``): the release spares the claim if
     #: a retry handed it out since (``Claims.keep``).

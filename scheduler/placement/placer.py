@@ -107,12 +107,11 @@ class Placer:
                     host.host, host.nodename, usage.vcpus, usage.memory_mb,
                     usage.disk_gb))
                 raise
-            self._made(claim, consumer, usage, group, made, stats)
+            self._made(claim, made, stats)
             return index, claim
         return None
 
-    def _made(self, claim: claims.Claim, consumer: str, usage: claims.Usage,
-              group: str | None, made: list[claims.Claim],
+    def _made(self, claim: claims.Claim, made: list[claims.Claim],
               stats: ManagerStats | None) -> None:
         """Count a claim, keep it for a rollback and take it into the
         host cache."""
@@ -123,11 +122,9 @@ class Placer:
             made.append(claim)
             if stats is not None:
                 stats.add(claims=1)
-        if claim.generation is not None:
-            self.host_manager.record_claim(
-                claim.node_id, claim.generation, claim.changed_at,
-                consumer, usage.vcpus, usage.memory_mb, usage.disk_gb,
-                group)
+        # A claim the call made carries the node's generation and the
+        # group; an existing one has no generation and is left out.
+        self.host_manager.record_claim(claim)
 
     def _claim_kept(self, node_id: int, consumer: str, usage: claims.Usage,
                     group: str | None, allocation_id: str) -> claims.Claim:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
+from typing import Protocol
 
 import sqlalchemy as sa
 from oslo_config import cfg
@@ -31,6 +32,38 @@ from scheduler.hosts.cache.reading import Changes
 from scheduler.hosts.cache.reading import RefreshReads
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
+
+
+class ClaimedUsage(Protocol):
+    """A claim as ``HostManager.record_claim`` reads it: what it takes on
+    its node, and the node's generation and change time as the claim left
+    them (None when the call that returned it did not make it).
+    ``scheduler.claims.Claim`` is one; the host cache, below the claims,
+    names only what it reads."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def generation(self) -> int | None: ...
+
+    @property
+    def changed_at(self) -> datetime.datetime | None: ...
+
+    @property
+    def instance_uuid(self) -> str: ...
+
+    @property
+    def vcpus(self) -> int: ...
+
+    @property
+    def memory_mb(self) -> int: ...
+
+    @property
+    def disk_gb(self) -> int: ...
+
+    @property
+    def group(self) -> str | None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,38 +227,40 @@ class HostManager(RefreshReads):
             return {node_id: entries[node_id].source[1]
                     for node_id in node_ids if node_id in entries}
 
-    def record_claim(self, node_id: int, generation: int,
-                     changed_at: datetime.datetime, instance_uuid: str,
-                     vcpus: int, memory_mb: int, disk_gb: int,
-                     group: str | None) -> bool:
+    def record_claim(self, claim: ClaimedUsage) -> bool:
         """Take a claim this process just made into the cache, as the next
         refresh would read it; True when done.
 
         Done only when the claim is the node's one change since the cache
         read it (the claim moved its generation from the cached one to
-        ``generation``) and the cache does not count it yet (a refresh
-        may have read the node before the claim and its claims after);
-        otherwise the next refresh reads the node as usual. The refresh
-        then still reads the node's row, stamped after its watermark, but
-        finds the change key as cached: it reads no claims, decodes
-        nothing and rebuilds nothing.
+        ``claim.generation``) and the cache does not count it yet (a
+        refresh may have read the node before the claim and its claims
+        after); otherwise the next refresh reads the node as usual. The
+        refresh then still reads the node's row, stamped after its
+        watermark, but finds the change key as cached: it reads no
+        claims, decodes nothing and rebuilds nothing. A claim without a
+        generation (one the call that returned it did not make) is not
+        taken in.
         """
+        generation, changed_at = claim.generation, claim.changed_at
+        if generation is None or changed_at is None:
+            return False
         with self._lock:
-            entry = self._entries.get(node_id)
+            entry = self._entries.get(claim.node_id)
             if (entry is None or entry.state.generation != generation - 1
-                    or instance_uuid in entry.state.instances):
+                    or claim.instance_uuid in entry.state.instances):
                 return False
             row, allocations, ratios = entry.source
             row = row._replace(generation=generation, changed_at=changed_at)
             allocations = (*allocations, AllocationRow(
-                node_id, instance_uuid, vcpus, memory_mb, disk_gb, group,
-                changed_at))
+                claim.node_id, claim.instance_uuid, claim.vcpus,
+                claim.memory_mb, claim.disk_gb, claim.group, changed_at))
             entry = Entry(build_state(row, allocations, entry.decoded, ratios),
                            entry.decoded, (row, allocations, ratios))
             # As a refresh that read only this node would; the watermark
             # stays, so that the next refresh reads what changed since.
             self._apply(Changes(
-                full=False, entries={node_id: entry}, gone=set(),
+                full=False, entries={claim.node_id: entry}, gone=set(),
                 newest=None, rows_read=0, rows_fetched=0, rows_decoded=0,
                 allocations_read=0))
             return True

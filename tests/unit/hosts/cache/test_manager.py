@@ -321,6 +321,21 @@ def test_new_claim_bumping_the_generation_is_seen(engine, manager):
     assert host.generation == 1
 
 
+@dataclasses.dataclass(frozen=True)
+class Claimed:
+    """A claim as ``HostManager.record_claim`` reads it
+    (``ClaimedUsage``)."""
+
+    node_id: int
+    generation: int | None
+    changed_at: datetime.datetime | None
+    instance_uuid: str
+    vcpus: int = 3
+    memory_mb: int = 512
+    disk_gb: int = 10
+    group: str | None = None
+
+
 def test_recorded_claim_is_cached_as_a_refresh_would_read_it(
         conf, engine, manager):
     node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
@@ -332,8 +347,9 @@ def test_recorded_claim_is_cached_as_a_refresh_would_read_it(
     with engine.connect() as connection:
         row = connection.execute(sa.select(NODES).where(
             NODES.c.id == node)).one()
-    assert manager.record_claim(node, row.generation, row.changed_at,
-                                instance, 3, 2048, 7, "g")
+    assert manager.record_claim(Claimed(node, row.generation,
+                                        row.changed_at, instance, 3, 2048,
+                                        7, "g"))
     recorded = by_host(manager.host_states())["a"]
     # The refresh found the node's key as recorded: nothing read again.
     assert manager.last_refresh.rows_fetched == 0
@@ -352,12 +368,12 @@ def test_claim_after_another_change_is_left_to_the_refresh(engine,
     manager.host_states()
     claim(engine, node, vcpus=2)  # another scheduler's: generation 1
     instance = claim(engine, node, vcpus=3)  # ours: generation 2
-    assert not manager.record_claim(node, 2, models.utcnow(), instance, 3,
-                                    512, 10, None)
+    assert not manager.record_claim(Claimed(node, 2, models.utcnow(),
+                                            instance))
     host = manager.host_states()[0]
     assert host.vcpus_claimed == 5 and host.generation == 2
-    assert not manager.record_claim(node, 2, models.utcnow(), instance, 3,
-                                    512, 10, None)
+    assert not manager.record_claim(Claimed(node, 2, models.utcnow(),
+                                            instance))
     assert manager.host_states()[0].vcpus_claimed == 5
 
 
@@ -386,10 +402,22 @@ def test_claim_the_cache_already_counts_is_not_recorded_twice(
         row = connection.execute(sa.select(NODES).where(
             NODES.c.id == node)).one()
     assert row.generation == 2
-    assert not manager.record_claim(node, 2, row.changed_at,
-                                    claimed["instance"], 3, 512, 10, None)
+    assert not manager.record_claim(Claimed(node, 2, row.changed_at,
+                                            claimed["instance"]))
     host = manager.host_states()[0]
     assert (host.generation, host.vcpus_claimed) == (2, 3)
+
+
+def test_claim_without_a_generation_is_left_to_the_refresh(engine,
+                                                            manager):
+    """An existing claim (not made by the call that returned it) carries
+    no generation: the next refresh reads its node as usual."""
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    manager.host_states()
+    instance = claim(engine, node, vcpus=3)
+    assert not manager.record_claim(Claimed(node, None, None, instance))
+    host = manager.host_states()[0]
+    assert host.vcpus_claimed == 3 and host.generation == 1
 
 
 def report(engine, node_id: int, when: datetime.datetime,
