@@ -1,9 +1,10 @@
 """Placement: claiming the hosts a decision chose.
 
 * ``placer.Placer``: claim a decision's candidates in order (the chosen
-  host, else the alternates), take the claim into the host cache, roll
-  back what a failure left; used by both the manager and the balance
-  planner.
+  host, else the alternates) for what is wanted (``placer.Wanted``: the
+  consumer, its usage, its group), take the claim into the host cache,
+  roll back what a failure left; used by both the manager and the
+  balance planner.
 * ``rounds.RequestPlacement``: one request's claim rounds (decide, claim,
   decide again), existing claims handed back, rollback on failure.
 * ``lock``: the cluster lock mode and its hold deadline.
@@ -18,5 +19,6 @@ here imports the manager, the balancer or the RPC layer.
 from scheduler.placement.errors import LockHoldTimeout
 from scheduler.placement.errors import database_errors
 from scheduler.placement.placer import Placer
+from scheduler.placement.placer import Wanted
 
-__all__ = ["LockHoldTimeout", "Placer", "database_errors"]
+__all__ = ["LockHoldTimeout", "Placer", "Wanted", "database_errors"]

@@ -45,6 +45,7 @@ from scheduler.hosts.state import seconds_before
 from scheduler.hosts.state import stale_before
 from scheduler.placement import migrations as migrations_mod
 from scheduler.placement.placer import Placer
+from scheduler.placement.placer import Wanted
 from scheduler.policies import cluster as cluster_policy
 from scheduler.policies.migration import policies as migration_policies
 from scheduler.policies.schedulers import PolicySchedulers
@@ -333,8 +334,8 @@ class BalancePlanner:
                 destination, claim = decision.selected[0], None
             else:
                 found = self.placer.claim_first(
-                    decision.selected, migration_uuid, usage,
-                    instance.group, made)
+                    decision.selected,
+                    Wanted(migration_uuid, usage, instance.group), made)
                 if found is None:
                     LOG.debug("Migration of %s: every candidate was full",
                               instance.uuid)

@@ -16,6 +16,7 @@ order, and keeps three things in step with each claim:
   background (``claims.DeferredReleases``).
 """
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from collections.abc import Iterable
@@ -34,6 +35,18 @@ from scheduler.hosts.state import HostState
 from scheduler.placement.stats import ManagerStats
 
 LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Wanted:
+    """What ``Placer.claim_first`` claims: ``usage`` for ``consumer`` (an
+    instance, a planned migration) in server ``group``, named
+    ``allocation_id`` (else a new uuid per attempt)."""
+
+    consumer: str
+    usage: claims.Usage
+    group: str | None = None
+    allocation_id: str | None = None
 
 
 class Placer:
@@ -63,33 +76,30 @@ class Placer:
             store, journal=ReleaseJournal(journal_directory(conf))),
             host_manager)
 
-    def claim_first(self, candidates: Sequence[HostState],
-                    consumer: str, usage: claims.Usage, group: str | None,
+    def claim_first(self, candidates: Sequence[HostState], wanted: Wanted,
                     made: list[claims.Claim], *,
-                    allocation_id: str | None = None,
                     taken: list[HostState] | None = None,
                     before_each: Callable[[], None] | None = None,
                     stats: ManagerStats | None = None
                     ) -> tuple[int, claims.Claim] | None:
-        """Claim ``usage`` for ``consumer`` on the first candidate that
-        takes it; ``(its index, the claim)``, or None when every one was
-        full. The claim may be one the consumer held already
-        (``existing``), on any node.
+        """Claim ``wanted`` on the first candidate that takes it; ``(its
+        index, the claim)``, or None when every one was full. The claim
+        may be one the consumer held already (``existing``), on any
+        node.
 
         A claim made is appended to ``made``, and so is the one a
         database error may have applied unseen (then re-raised): the
         caller rolls ``made`` back when it gives up. Each candidate found
         full is appended to ``taken``. ``before_each`` runs before each
-        attempt (the cluster lock's hold deadline). ``allocation_id``
-        (else a new uuid per attempt) names the claim.
+        attempt (the cluster lock's hold deadline).
         """
+        usage = wanted.usage
         for index, host in enumerate(candidates):
             if before_each is not None:
                 before_each()
-            allocation = allocation_id or str(uuid.uuid4())
+            allocation = wanted.allocation_id or str(uuid.uuid4())
             try:
-                claim = self._claim_kept(host.node_id, consumer, usage,
-                                         group, allocation)
+                claim = self._claim_kept(host.node_id, wanted, allocation)
             except claims.ClaimConflict as e:
                 if stats is not None:
                     stats.add(conflicts=1)
@@ -103,7 +113,7 @@ class Placer:
                 # releases it if it exists (later, if the database is
                 # away), so that nothing half-claimed remains.
                 made.append(claims.Claim(
-                    allocation, consumer, host.node_id, host.uuid,
+                    allocation, wanted.consumer, host.node_id, host.uuid,
                     host.host, host.nodename, usage.vcpus, usage.memory_mb,
                     usage.disk_gb))
                 raise
@@ -126,21 +136,22 @@ class Placer:
         # group; an existing one has no generation and is left out.
         self.host_manager.record_claim(claim)
 
-    def _claim_kept(self, node_id: int, consumer: str, usage: claims.Usage,
-                    group: str | None, allocation_id: str) -> claims.Claim:
+    def _claim_kept(self, node_id: int, wanted: Wanted,
+                    allocation_id: str) -> claims.Claim:
         """``Claims.claim``, but an existing claim of the consumer is
         taken over (``take_over``), and one freed by a background release
         while it was looked up is not handed out: the node is claimed
         anew (a failed request's claim, released as its retry found
         it)."""
         while True:
-            claim = self.claims.claim(node_id, consumer, usage, group=group,
+            claim = self.claims.claim(node_id, wanted.consumer, wanted.usage,
+                                      group=wanted.group,
                                       allocation_id=allocation_id)
             if not claim.existing or self.take_over(claim):
                 return claim
             LOG.info("Claim %s of instance %s was released in the "
                      "background as it was found; claiming again",
-                     claim.allocation_id, consumer)
+                     claim.allocation_id, wanted.consumer)
 
     def take_over(self, claim: claims.Claim) -> bool:
         """Hand out an existing claim of an instance: no release that a

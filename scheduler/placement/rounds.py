@@ -28,6 +28,7 @@ from scheduler.hosts.state import HostState
 from scheduler.placement import entries as entries_mod
 from scheduler.placement.errors import LockHoldTimeout
 from scheduler.placement.placer import Placer
+from scheduler.placement.placer import Wanted
 from scheduler.placement.stats import ManagerStats
 from scheduler.request.spec import RequestSpec
 
@@ -173,10 +174,11 @@ class RequestPlacement:
         full."""
         flavor = self.spec.flavor
         usage = claims.Usage(flavor.vcpus, flavor.memory_mb, flavor.disk_gb)
+        wanted = Wanted(instance, usage, self.spec.group,
+                        allocation_id=instance if self.anonymous else None)
         found = self.placer.claim_first(
-            decision.selected, instance, usage, self.spec.group, self.made,
-            allocation_id=instance if self.anonymous else None,
-            taken=self.taken, before_each=self.check_hold, stats=self.stats)
+            decision.selected, wanted, self.made, taken=self.taken,
+            before_each=self.check_hold, stats=self.stats)
         if found is None:
             return None
         index, claim = found
