@@ -27,8 +27,8 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
-from oslo_config import cfg
 
+from scheduler.common.plugin import ConfiguredPlugin
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
 from scheduler.request.spec import RequestSpec
@@ -70,7 +70,7 @@ def checked_verdicts(verdicts: object, size: int) -> np.ndarray:
     return verdicts
 
 
-class BaseHostFilter:
+class BaseHostFilter(ConfiguredPlugin):
     """Base class of filters; subclasses implement one form of their
     rule: ``reject`` (or ``rejections``), or ``passes`` (with
     ``why_rejected``). See the module docstring."""
@@ -85,21 +85,9 @@ class BaseHostFilter:
         # look-up per call; attributes set on an instance (tests switch
         # a column form off that way) do not change what the class says.
         cls.writes_per_host_form = (
-            cls.reject is not BaseHostFilter.reject
-            or cls.rejections is not BaseHostFilter.rejections)
-        cls.writes_column_form = cls.passes is not BaseHostFilter.passes
-
-    def __init__(self, conf: cfg.ConfigOpts):
-        self.conf = conf
-
-    @property
-    def name(self) -> str:
-        return type(self).__name__
-
-    def applies(self, spec: RequestSpec) -> bool:
-        """False when the request gives this filter nothing to check, so
-        the scheduler skips it for every host."""
-        return True
+            cls._overrides(BaseHostFilter, "reject")
+            or cls._overrides(BaseHostFilter, "rejections"))
+        cls.writes_column_form = cls._overrides(BaseHostFilter, "passes")
 
     def validate_request(self, spec: RequestSpec) -> None:
         """Raise InvalidRequest-style errors for malformed input the
@@ -114,7 +102,7 @@ class BaseHostFilter:
     def reject(self, host: HostState, spec: RequestSpec) -> Rejection | None:
         """None when ``host`` can take one instance of ``spec``."""
         cls = type(self)
-        if cls.rejections is BaseHostFilter.rejections \
+        if not cls._overrides(BaseHostFilter, "rejections") \
                 and not cls.writes_column_form:
             raise NotImplementedError(
                 f"{self.name} implements neither reject(), rejections() "

@@ -26,8 +26,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from oslo_config import cfg
 
+from scheduler.common.plugin import ConfiguredPlugin
 from scheduler.filters import Rejection
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
@@ -36,7 +36,7 @@ from scheduler.request.spec import RequestSpec
 NAMESPACE = "scheduler.weighers"
 
 
-class BaseHostWeigher:
+class BaseHostWeigher(ConfiguredPlugin):
     """Base class of weighers; subclasses implement one form of their
     raw weight: ``raw_weight`` (or ``raw_weights``), or ``raw_column``.
     See the module docstring."""
@@ -49,28 +49,17 @@ class BaseHostWeigher:
         super().__init_subclass__(**kwargs)
         # Decided once per class; attributes set on an instance (tests
         # switch a column form off that way) do not change it.
-        cls.writes_column_form = (
-            cls.raw_column is not BaseHostWeigher.raw_column)
-
-    def __init__(self, conf: cfg.ConfigOpts):
-        self.conf = conf
-
-    @property
-    def name(self) -> str:
-        return type(self).__name__
+        cls.writes_column_form = cls._overrides(BaseHostWeigher,
+                                               "raw_column")
 
     def multiplier(self, spec: RequestSpec) -> float:
         """Scales this weigher's normalised weight; negative inverts it."""
         return 1.0
 
-    def applies(self, spec: RequestSpec) -> bool:
-        """False when this weigher has nothing to say about ``spec``."""
-        return True
-
     def raw_weight(self, host: HostState, spec: RequestSpec) -> float | None:
         """Higher is better; None when the host lacks what is weighed."""
         cls = type(self)
-        if cls.raw_weights is BaseHostWeigher.raw_weights \
+        if not cls._overrides(BaseHostWeigher, "raw_weights") \
                 and not cls.writes_column_form:
             raise NotImplementedError(
                 f"{self.name} implements neither raw_weight(), "
