@@ -44,17 +44,18 @@ class Api:
 
     def call(self, method: str, path: str, body: object = None,
              user: str | None = "admin", raw: bytes | None = None,
-             headers: dict | None = None) -> Reply:
+             headers: dict | None = None,
+             content_type: str | None = "application/json") -> Reply:
+        """``content_type`` goes with a body (None: no Content-Type)."""
         connection = http.client.HTTPConnection("127.0.0.1", self.port,
                                                 timeout=30)
         sent = dict(headers or {})
         if user is not None:
-            token = base64.b64encode(f"{user}:{PASSWORD}".encode()).decode()
-            sent["Authorization"] = f"Basic {token}"
+            sent["Authorization"] = basic_authorization(user)
         data = raw if raw is not None else (
             None if body is None else json.dumps(body).encode())
-        if data is not None:
-            sent["Content-Type"] = "application/json"
+        if data is not None and content_type is not None:
+            sent["Content-Type"] = content_type
         try:
             connection.request(method, path, body=data, headers=sent)
             response = connection.getresponse()
@@ -69,6 +70,12 @@ class Api:
 
     def get(self, path: str, **kwargs) -> Reply:
         return self.call("GET", path, **kwargs)
+
+
+def basic_authorization(user: str = "admin") -> str:
+    """The Authorization header of ``user`` of the htpasswd file."""
+    token = base64.b64encode(f"{user}:{PASSWORD}".encode()).decode()
+    return f"Basic {token}"
 
 
 def write_htpasswd(path: Path) -> None:

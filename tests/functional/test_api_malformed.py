@@ -3,8 +3,6 @@ scheduler-api on SQLite, PostgreSQL and MariaDB: every one is a 4xx
 JSON error naming what is at fault, none is 5xx, nothing is stored,
 and the server logs no traceback."""
 
-import base64
-import http.client
 import json
 import socket
 
@@ -24,36 +22,18 @@ def api(db_url, tmp_path, write_config, start_console_script):
                             db_url)
 
 
-def _auth() -> str:
-    token = f"admin:{api_server.PASSWORD}".encode()
-    return "Basic " + base64.b64encode(token).decode()
-
-
 def send(api, method: str, path: str, body: bytes | None = None,
          content_type: str | None = "application/json"
          ) -> tuple[int, object]:
-    """The status and parsed body; headers exactly as given."""
-    connection = http.client.HTTPConnection("127.0.0.1", api.port,
-                                            timeout=30)
-    headers = {"Authorization": _auth()}
-    if content_type is not None:
-        headers["Content-Type"] = content_type
-    try:
-        connection.request(method, path, body=body, headers=headers)
-        response = connection.getresponse()
-        payload = response.read()
-    finally:
-        connection.close()
-    try:
-        return response.status, json.loads(payload) if payload else None
-    except ValueError:
-        return response.status, payload
+    """The status and parsed body; Content-Type exactly as given."""
+    reply = api.call(method, path, raw=body, content_type=content_type)
+    return reply.status, reply.body
 
 
 def send_chunked(api, path: str, chunked: bytes) -> tuple[int, bytes]:
     """A POST whose chunked encoding is ``chunked``, as bytes."""
     head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            f"Authorization: {_auth()}\r\n"
+            f"Authorization: {api_server.basic_authorization()}\r\n"
             "Content-Type: application/json\r\n"
             "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
     with socket.create_connection(("127.0.0.1", api.port),

@@ -4,7 +4,6 @@ authenticated requests, a dribbler is cut at [api] request_timeout,
 oversize headers get 431 unserved, a malformed chunked body gets 400;
 on SQLite, PostgreSQL and MariaDB."""
 
-import base64
 import contextlib
 import dataclasses
 import http.client
@@ -35,15 +34,10 @@ CUT_SLACK = 4
 PROMPT = 2.0
 HEADER_TEXT = (b"GET /v1/schedulingpolicies HTTP/1.1\r\nHost: x\r\n"
                + b"X-Slow: " + b"a" * 4000)
+AUTHORIZATION = api_server.basic_authorization()
 BODY_HEAD = (b"POST /v1/schedulingpolicies HTTP/1.1\r\nHost: x\r\n"
              b"Content-Type: application/json\r\nContent-Length: 4000\r\n"
              b"\r\n")
-
-
-def _authorization() -> str:
-    token = base64.b64encode(
-        f"admin:{api_server.PASSWORD}".encode()).decode()
-    return f"Basic {token}"
 
 
 @pytest.fixture
@@ -103,7 +97,7 @@ def _dribble(dribblers: list[Dribbler], started: float,
 def _timed_get(port: int, path: str, user: bool) -> tuple[float, int]:
     """Seconds and status of one GET on a connection of its own; status
     0 when it took over 10 s or failed."""
-    headers = {"Authorization": _authorization()} if user else {}
+    headers = {"Authorization": AUTHORIZATION} if user else {}
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     began = time.monotonic()
     try:
@@ -178,7 +172,7 @@ def _exchange(port: int, request: bytes) -> bytes:
 def test_oversize_headers_are_431_and_not_served(api):
     body = b'{"name": "big-header"}'
     request = (b"POST /v1/schedulingpolicies HTTP/1.1\r\nHost: x\r\n"
-               + f"Authorization: {_authorization()}\r\n".encode()
+               + f"Authorization: {AUTHORIZATION}\r\n".encode()
                + b"Content-Type: application/json\r\n"
                + f"Content-Length: {len(body)}\r\n".encode()
                + b"X-Big: " + b"a" * (64 * 1024) + b"\r\n\r\n" + body)
@@ -203,7 +197,7 @@ def test_eight_mib_header_is_refused_early(api):
 
 def test_malformed_chunked_body_is_400_without_traceback(api):
     request = (b"POST /v1/schedulingpolicies HTTP/1.1\r\nHost: x\r\n"
-               + f"Authorization: {_authorization()}\r\n".encode()
+               + f"Authorization: {AUTHORIZATION}\r\n".encode()
                + b"Content-Type: application/json\r\n"
                b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
     answer = _exchange(api.port, request)
