@@ -23,9 +23,12 @@ import threading
 import uuid
 from collections.abc import Callable
 from collections.abc import Iterator
+from pathlib import Path
 
 import sqlalchemy as sa
+from oslo_config import cfg
 
+from scheduler import conf as scheduler_conf
 from scheduler import manager
 from scheduler.db import models
 from scheduler.engine import filter_scheduler
@@ -133,3 +136,17 @@ def reading_threads(read: Callable[[], None], count: int,
             thread.join(timeout)
     if errors:
         raise errors[0]
+
+
+def conf_from_text(path: Path, text: str,
+                   *register: Callable[[cfg.ConfigOpts], None],
+                   project: str | None = None) -> cfg.ConfigOpts:
+    """A private ConfigOpts with the scheduler's options (and those
+    ``register`` adds), parsed from ``text`` written to ``path``."""
+    path.write_text(text)
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    for add_opts in register:
+        add_opts(conf)
+    conf(["--config-file", str(path)], project=project)
+    return conf

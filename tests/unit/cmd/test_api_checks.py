@@ -7,24 +7,20 @@ import logging
 import pytest
 from oslo_config import cfg
 
-from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler.cmd import api_checks
 from scheduler.cmd import config_check
 from scheduler.conf import api as api_conf
+from tests.fakes import conf_from_text
 
 
 @pytest.fixture
 def load(tmp_path):
     """A private ConfigOpts of scheduler-api parsing ``text``."""
     def parse(text: str) -> cfg.ConfigOpts:
-        path = tmp_path / "scheduler.conf"
-        path.write_text(text)
-        conf = cfg.ConfigOpts()
-        scheduler_conf.register_opts(conf)
-        api_conf.register_library_opts(conf)
-        conf(["--config-file", str(path)], project="scheduler")
-        return conf
+        return conf_from_text(tmp_path / "scheduler.conf", text,
+                              api_conf.register_library_opts,
+                              project="scheduler")
     return parse
 
 

@@ -5,12 +5,12 @@ import pytest
 from oslo_config import cfg
 
 from compute_monitor import conf as monitor_conf
-from scheduler import conf as scheduler_conf
 from scheduler.cmd import common
 from scheduler.cmd import config_check
 from scheduler.conf import cli
 from scheduler.conf import metrics as metrics_conf
 from scheduler.conf import opts as scheduler_opts
+from tests.fakes import conf_from_text
 
 NON_FINITE = ["nan", "NaN", "inf", "-inf", "1e999", "-1e999"]
 
@@ -30,13 +30,9 @@ def float_options() -> list[tuple[str, str]]:
 @pytest.fixture
 def load(tmp_path):
     def parse(text: str) -> cfg.ConfigOpts:
-        path = tmp_path / "scheduler.conf"
-        path.write_text(text)
-        conf = cfg.ConfigOpts()
-        scheduler_conf.register_opts(conf)
-        monitor_conf.register_opts(conf)
-        conf(["--config-file", str(path)], project="scheduler")
-        return conf
+        return conf_from_text(tmp_path / "scheduler.conf", text,
+                              monitor_conf.register_opts,
+                              project="scheduler")
     return parse
 
 

@@ -4,23 +4,18 @@ clusters and the start-up errors."""
 import pytest
 from oslo_config import cfg
 
-from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler.cmd import common
 from scheduler.engine import filter_scheduler
 from scheduler.policies import cluster as cluster_policy
+from tests.fakes import conf_from_text
 
 
 @pytest.fixture
 def make_conf(tmp_path):
     """A private ConfigOpts parsed from the given config-file text."""
     def make(text: str) -> cfg.ConfigOpts:
-        path = tmp_path / "scheduler.conf"
-        path.write_text(text)
-        conf = cfg.ConfigOpts()
-        scheduler_conf.register_opts(conf)
-        conf(["--config-file", str(path)])
-        return conf
+        return conf_from_text(tmp_path / "scheduler.conf", text)
 
     return make
 
