@@ -47,6 +47,13 @@ class Workload:
     interactive: np.ndarray
     #: Malformed lines skipped when reading: (line number, reason).
     skipped: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    #: The trace's ``vmid`` of each VM (object array; None for a
+    #: synthetic workload): what ``--cpu-readings`` lines join on.
+    vmid: np.ndarray | None = None
+    #: The trace time (its ``vmcreated`` clock) of simulated second 0:
+    #: every time read from the trace, readings included, is shifted by
+    #: it.
+    start: float = 0.0
 
     def __len__(self) -> int:
         return len(self.created)
@@ -61,7 +68,8 @@ class Workload:
         """The first ``vms`` VMs."""
         return dataclasses.replace(self, **{
             f.name: getattr(self, f.name)[:vms]
-            for f in dataclasses.fields(self) if f.name != "skipped"})
+            for f in dataclasses.fields(self)
+            if isinstance(getattr(self, f.name), np.ndarray)})
 
 
 def _bucket(text: str) -> float:
@@ -91,7 +99,8 @@ def _parse_row(row: list[str]) -> tuple:
         raise ValueError(f"vmcorecount {row[9]!r} or vmmemory {row[10]!r} "
                          "is not positive")
     return (created, deleted, maxcpu, avgcpu, p95, int(cores),
-            int(memory_gb * 1024), row[8].strip() == "Interactive")
+            int(memory_gb * 1024), row[8].strip() == "Interactive",
+            row[0].strip())
 
 
 def read_vmtable(path: str) -> Workload:
@@ -132,7 +141,8 @@ def _from_lines(rows: Iterator[list[str]], path: str) -> Workload:
         p95maxcpu=np.array(columns[4]),
         cores=np.array(columns[5], dtype=np.int64),
         memory_mb=np.array(columns[6], dtype=np.int64),
-        interactive=np.array(columns[7], dtype=bool), skipped=skipped)
+        interactive=np.array(columns[7], dtype=bool), skipped=skipped,
+        vmid=np.array(columns[8], dtype=object), start=start)
 
 
 # Synthetic workloads. Each shape is a (values, probabilities) pair or a
