@@ -9,6 +9,7 @@ their demand (vCPUs x utilisation) over the node's cores, capped at 100;
 also gets an ``instance.cpu.percent`` entry (percent of its own vCPUs).
 """
 
+import csv
 import dataclasses
 import datetime
 import json
@@ -35,18 +36,61 @@ NAME_PREFIX = "sim-"
 _STAMP = "\x00stamp\x00"
 
 
+DEFAULT_DISK_GB = 100000
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeKind:
+    """``count`` nodes alike (a row of a ``--fleet`` file)."""
+
+    count: int
+    vcpus: int
+    memory_mb: int
+    disk_gb: int = DEFAULT_DISK_GB
+    cluster: str | None = None
+    availability_zone: str = "nova"
+
+
 @dataclasses.dataclass(frozen=True)
 class FleetSpec:
+    """The simulated nodes: ``hosts`` alike (``--hosts``,
+    ``--host-vcpus``, ``--host-memory-mb``), or, when ``kinds`` is given
+    (``--fleet``), those kinds in order (``from_kinds``)."""
+
     hosts: int
     vcpus: int
     memory_mb: int
-    disk_gb: int = 100000
+    disk_gb: int = DEFAULT_DISK_GB
     #: Nodes are dealt round-robin into this many clusters; with one,
     #: they belong to no cluster.
     clusters: int = 1
+    kinds: tuple[NodeKind, ...] = ()
+
+    @classmethod
+    def from_kinds(cls, kinds: Sequence[NodeKind]) -> "FleetSpec":
+        return cls(sum(kind.count for kind in kinds), kinds[0].vcpus,
+                   kinds[0].memory_mb, kinds[0].disk_gb, kinds=tuple(kinds))
+
+    def node(self, index: int) -> NodeKind:
+        """The kind of node ``index`` (its ``count`` is meaningless)."""
+        for kind in self.kinds:
+            if index < kind.count:
+                return kind
+            index -= kind.count
+        return NodeKind(1, self.vcpus, self.memory_mb, self.disk_gb,
+                        self.cluster(index))
+
+    def node_vcpus(self) -> np.ndarray:
+        """The vCPUs of every node, node order."""
+        if not self.kinds:
+            return np.full(self.hosts, float(self.vcpus))
+        return np.repeat([float(kind.vcpus) for kind in self.kinds],
+                         [kind.count for kind in self.kinds])
 
     def cluster(self, index: int) -> str | None:
         """The cluster of node ``index``."""
+        if self.kinds:
+            return self.node(index).cluster
         if self.clusters <= 1:
             return None
         return f"{NAME_PREFIX}c{index % self.clusters}"
@@ -54,6 +98,11 @@ class FleetSpec:
 
 def host_name(index: int) -> str:
     return f"{NAME_PREFIX}{index:05d}"
+
+
+def node_uuid(index: int) -> str:
+    """The uuid of node ``index``."""
+    return str(uuid.UUID(int=(1 << 64) + index))
 
 
 def instance_uuid(vm: int) -> str:
@@ -82,18 +131,21 @@ class SimulatedFleet:
         """Insert the nodes, idle, as reported now."""
         now = clock.utcnow()
         spec = self.spec
+        kinds = [spec.node(i) for i in range(spec.hosts)]
+        self._memory_mb = [kind.memory_mb for kind in kinds]
         rows = [{
-            "uuid": str(uuid.UUID(int=(1 << 64) + i)), "host": host_name(i),
-            "hypervisor_hostname": host_name(i), "cluster": spec.cluster(i),
-            "availability_zone": "nova", "vcpus": spec.vcpus,
-            "memory_mb": spec.memory_mb, "local_gb": spec.disk_gb,
+            "uuid": node_uuid(i), "host": host_name(i),
+            "hypervisor_hostname": host_name(i), "cluster": kind.cluster,
+            "availability_zone": kind.availability_zone,
+            "vcpus": kind.vcpus, "memory_mb": kind.memory_mb,
+            "local_gb": kind.disk_gb,
             "memory_mb_used": HOST_RESERVED_MB, "local_gb_used": 0,
             "cpu_info": json.dumps({"arch": "x86_64"}), "networks": "[]",
             "metrics": self._metrics(now.isoformat() + "Z", 0.0,
-                                     HOST_RESERVED_MB, ()),
+                                     HOST_RESERVED_MB, (), i),
             "metrics_updated_at": now, "updated_at": now, "changed_at": now,
             "created_at": now, "disabled": False, "generation": 0,
-        } for i in range(spec.hosts)]
+        } for i, kind in enumerate(kinds)]
         with self.engine.begin() as connection:
             connection.execute(NODES.insert(), rows)
             found = dict(connection.execute(sa.select(
@@ -127,7 +179,8 @@ class SimulatedFleet:
                 template = templates.get(host)
                 if template is None or template[0] != version:
                     template = templates[host] = (version, self._metrics(
-                        _STAMP, cpu, memory, instances(host)).split(_STAMP))
+                        _STAMP, cpu, memory, instances(host),
+                        host).split(_STAMP))
                 rows.append((stamp.join(template[1]), stored,
                              stored, stored, memory, self.node_ids[host]))
             # The driver's own executemany: a report of every node every
@@ -153,10 +206,10 @@ class SimulatedFleet:
         return now if process is None else process(now)
 
     def _metrics(self, stamp: str, cpu: float, memory_mb_used: int,
-                 instances) -> str:
+                 instances, host: int) -> str:
         # Built as text from pieces made once: this runs for every node at
         # every report, and json.dumps of dicts costs several times more.
-        total = self.spec.memory_mb * MIB
+        total = self._memory_mb[host] * MIB
         used = min(memory_mb_used * MIB, total)
         free = total - used
         tail = f', "source": "simulator", "timestamp": "{stamp}"}}'
@@ -199,3 +252,69 @@ def clear(engine: sa.Engine) -> None:
         for name in ("migrations", "utilization_samples", "allocations",
                      "compute_nodes"):
             connection.execute(tables[name].delete())
+
+
+class FleetError(Exception):
+    """A ``--fleet`` file that cannot be used (one line: what and
+    where)."""
+
+
+#: Columns of a ``--fleet`` file: required, then optional.
+FLEET_REQUIRED = ("count", "vcpus", "memory_mb")
+FLEET_OPTIONAL = ("disk_gb", "cluster", "availability_zone")
+
+
+def _positive_int(text: str, column: str, where: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise FleetError(f"{where}: {column} {text.strip()!r} is not a "
+                         "whole number") from None
+    if value < 1:
+        raise FleetError(f"{where}: {column} {value} must be at least 1")
+    return value
+
+
+def _kind(row: dict[str, str], where: str) -> NodeKind:
+    if any(row.get(column) is None for column in FLEET_REQUIRED):
+        raise FleetError(f"{where}: expected the columns "
+                         f"{', '.join(FLEET_REQUIRED)}")
+    numbers = {column: _positive_int(row[column], column, where)
+               for column in FLEET_REQUIRED}
+    if (row.get("disk_gb") or "").strip():
+        numbers["disk_gb"] = _positive_int(row["disk_gb"], "disk_gb", where)
+    return NodeKind(**numbers, cluster=(row.get("cluster") or "").strip()
+                    or None, availability_zone=(
+                        row.get("availability_zone") or "").strip() or "nova")
+
+
+def read_fleet(path: str) -> FleetSpec:
+    """The nodes of a ``--fleet`` CSV file: a header naming ``count``,
+    ``vcpus``, ``memory_mb`` and optionally ``disk_gb``, ``cluster``,
+    ``availability_zone``, then one row per kind of node. Raises
+    FleetError (one line) for a file that cannot be read, an unknown or
+    missing column, or a value that is not a positive whole number."""
+    try:
+        with open(path, newline="", encoding="utf-8",
+                  errors="replace") as stream:
+            rows = csv.DictReader(stream)
+            header = [name.strip() for name in rows.fieldnames or ()]
+            rows.fieldnames = header
+            unknown = set(header) - set(FLEET_REQUIRED + FLEET_OPTIONAL)
+            missing = set(FLEET_REQUIRED) - set(header)
+            if unknown or missing:
+                raise FleetError(
+                    f"fleet {path}: header must name "
+                    f"{', '.join(FLEET_REQUIRED)} and optionally "
+                    f"{', '.join(FLEET_OPTIONAL)} (unknown: "
+                    f"{', '.join(sorted(unknown)) or '-'}; missing: "
+                    f"{', '.join(sorted(missing)) or '-'})")
+            kinds = [_kind(row, f"fleet {path}:{rows.line_num}")
+                     for row in rows if any((v or "").strip()
+                                            for v in row.values()
+                                            if isinstance(v, str))]
+    except (OSError, csv.Error, UnicodeError) as e:
+        raise FleetError(f"cannot read fleet {path}: {e}") from e
+    if not kinds:
+        raise FleetError(f"fleet {path} names no node")
+    return FleetSpec.from_kinds(kinds)
