@@ -18,6 +18,7 @@ from scheduler.conf import cli
 from scheduler.conf import policies as policy_conf
 from scheduler.db import api as db_api
 from scheduler.simulation import fleet
+from scheduler.simulation import readings
 from scheduler.simulation import runner
 from scheduler.simulation import trace
 
@@ -26,8 +27,16 @@ PROG = "scheduler-manage"
 SHOWN_SKIPPED = 20
 #: Figures of the table, in order.
 TABLE_ROWS = ("vms", "placed", "rejected", "hosts_used_peak",
-              "hot_host_minutes", "cpu_stddev_mean", "herd_max",
+              "hot_host_minutes", "vm_hot_minutes", "overload_core_minutes",
+              "p95_host_cpu", "cpu_stddev_mean", "herd_max",
               "migrations", "sim_seconds", "wall_seconds")
+#: The name of the ``--oracle`` run.
+ORACLE = "oracle"
+#: The uniform fleet's options, exclusive with --fleet, and their
+#: defaults (applied when --fleet is not given: argparse's own defaults
+#: would hide whether they were given).
+FLEET_DEFAULTS = {"hosts": 100, "host_vcpus": 32, "host_memory_mb": 131072,
+                  "clusters": 1}
 
 
 def add_parser(subparsers) -> None:
@@ -39,14 +48,25 @@ def add_parser(subparsers) -> None:
                           help="Azure Public Dataset vmtable CSV")
     workload.add_argument("--synthetic", type=int, metavar="N",
                           help="N VMs drawn like that dataset")
+    parser.add_argument("--cpu-readings", action="append", default=[],
+                        metavar="FILE", help="per-VM CPU readings (Azure "
+                        "vm_cpu_readings layout) in place of the CPU model; "
+                        "repeatable")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--hosts", type=int, default=100)
-    parser.add_argument("--clusters", type=int, default=1,
+    parser.add_argument("--fleet", metavar="FILE", help="CSV of node kinds "
+                        "(count,vcpus,memory_mb[,disk_gb,cluster,"
+                        "availability_zone]); instead of --hosts...")
+    parser.add_argument("--hosts", type=int, help="default 100")
+    parser.add_argument("--clusters", type=int,
                         help="deal the hosts round-robin into this many "
                         "clusters (balancers plan one migration per "
-                        "cluster and tick)")
-    parser.add_argument("--host-vcpus", type=int, default=32)
-    parser.add_argument("--host-memory-mb", type=int, default=131072)
+                        "cluster and tick; default 1)")
+    parser.add_argument("--host-vcpus", type=int, help="default 32")
+    parser.add_argument("--host-memory-mb", type=int,
+                        help="default 131072")
+    parser.add_argument("--oracle", action="store_true",
+                        help="add a run placing with perfect knowledge of "
+                        "every VM's future CPU: the ceiling of placement")
     parser.add_argument("--duration", type=float, metavar="SECONDS",
                         help="simulated seconds (default: the trace's "
                         "span; one day with --synthetic)")
@@ -66,12 +86,14 @@ def _fail(message: str) -> int:
     return cli.CONFIG_ERROR_EXIT
 
 
-def load_config(path: str) -> cfg.ConfigOpts:
-    """A configuration of its own for ``path`` (``--compare``)."""
+def load_config(path: str | list[str]) -> cfg.ConfigOpts:
+    """A configuration of its own for ``path`` (``--compare``), or for
+    several files read in order."""
+    paths = [path] if isinstance(path, str) else path
     conf = cfg.ConfigOpts()
     scheduler_conf.register_opts(conf)
-    conf(["--config-file", path], project="scheduler", prog=PROG,
-         default_config_files=[])
+    conf([arg for p in paths for arg in ("--config-file", p)],
+         project="scheduler", prog=PROG, default_config_files=[])
     policy_conf.register_policy_groups(conf)
     return conf
 
@@ -141,8 +163,25 @@ class _Progress:
         self.bar.close()
 
 
+def _fleet_spec(args) -> fleet.FleetSpec:
+    """The nodes of ``--fleet`` or of the uniform fleet's options (raises
+    FleetError)."""
+    if args.fleet:
+        return fleet.read_fleet(args.fleet)
+    return fleet.FleetSpec(args.hosts, args.host_vcpus, args.host_memory_mb,
+                           clusters=args.clusters)
+
+
 def _bad_arguments(args) -> str | None:
     """What is wrong with the fleet and time arguments, if anything."""
+    given = [name for name in FLEET_DEFAULTS
+             if getattr(args, name) is not None]
+    if args.fleet and given:
+        return (f"--fleet and --{given[0].replace('_', '-')} are exclusive: "
+                "the fleet file names the nodes")
+    for name, default in FLEET_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     if args.hosts < 1:
         return f"--hosts {args.hosts}: the fleet needs at least one host"
     if not 1 <= args.clusters <= args.hosts:
@@ -177,26 +216,34 @@ def simulate(conf: cfg.ConfigOpts) -> int:
             return _fail(problem)
     try:
         workload = _workload(args)
-    except trace.TraceError as e:
+        fleet_spec = _fleet_spec(args)
+        readings.check_files(args.cpu_readings)
+        if args.cpu_readings and workload.vmid is None:
+            raise readings.ReadingsError(
+                "--cpu-readings needs --trace: readings join the trace's "
+                "VMs by vmid")
+    except (trace.TraceError, fleet.FleetError,
+            readings.ReadingsError) as e:
         return _fail(str(e))
     if not conf.debug:
         # One INFO line per decision would drown the report.
         logging.getLogger("scheduler").logger.setLevel(logging.WARNING)
     settings = runner.Settings(
-        fleet=fleet.FleetSpec(args.hosts, args.host_vcpus,
-                              args.host_memory_mb, clusters=args.clusters),
-        seed=args.seed, report_interval=args.report_interval,
-        duration=args.duration)
+        fleet=fleet_spec, seed=args.seed,
+        report_interval=args.report_interval, duration=args.duration,
+        readings=tuple(args.cpu_readings))
     # Once start-up is done (scheduler-service does not: see gc_tuning).
     gc_tuning.tune()
     try:
-        runs, histories = run_all(configs, workload, settings)
-    except exception.InvalidRequest as e:
+        runs, histories = run_all(configs, workload, settings,
+                                  oracle=args.oracle)
+    except (exception.InvalidRequest, readings.ReadingsError) as e:
         return _fail(str(e))
     if workload.skipped:
         print(f"{PROG}: {len(workload.skipped)} malformed trace line(s) "
               "skipped", file=sys.stderr)
-    report = {"runs": runs, "hosts": args.hosts,
+    _show_readings_problems(runs)
+    report = {"runs": runs, "hosts": fleet_spec.hosts,
               "report_interval": args.report_interval, "seed": args.seed,
               "skipped_lines": len(workload.skipped)}
     if args.plot:
@@ -212,6 +259,23 @@ def simulate(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
+def _show_readings_problems(runs: list[dict]) -> None:
+    """The skipped readings lines of the first run (every run reads the
+    same files), one by one up to ``readings.SHOWN``, then counted."""
+    problems = [run.pop("readings_problems", []) for run in runs]
+    if not runs or "readings_skipped" not in runs[0]:
+        return
+    for path, number, reason in problems[0]:
+        print(f"{PROG}: {path}:{number}: skipped: {reason}",
+              file=sys.stderr)
+    skipped = runs[0]["readings_skipped"]
+    if skipped:
+        print(f"{PROG}: {skipped} readings line(s) skipped "
+              f"({runs[0]['readings_malformed']} malformed, "
+              f"{runs[0]['readings_out_of_order']} out of time order)",
+              file=sys.stderr)
+
+
 def scratch_directory() -> tempfile.TemporaryDirectory:
     """A directory for the scratch databases of simulations, in memory
     (/dev/shm) where the machine has it; removed when its block ends."""
@@ -219,15 +283,45 @@ def scratch_directory() -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(prefix="simulate-", dir=root)
 
 
+def oracle_config(conf: cfg.ConfigOpts) -> cfg.ConfigOpts:
+    """A configuration of its own for the ``--oracle`` run: the files of
+    ``conf`` (its filters, allocation ratios, database), with no cluster
+    policy, so that every node is placed by the oracle's weigher."""
+    oracle_conf = load_config(list(conf.config_file))
+    oracle_conf.set_override("default_policy", None, group="scheduler")
+    oracle_conf.set_override("cluster_policies", {}, group="scheduler")
+    return oracle_conf
+
+
+def _simulation(name: str, run_conf: cfg.ConfigOpts,
+                workload: trace.Workload, settings: runner.Settings,
+                runs: list[dict]) -> runner.Simulation:
+    if name != ORACLE:
+        return runner.Simulation(run_conf, workload, settings)
+    from scheduler.simulation import oracle
+
+    matrix, counts = readings.series(workload, settings.seed,
+                                     settings.readings,
+                                     oracle.slots_of(settings, workload))
+    return oracle.OracleSimulation(
+        run_conf, workload, settings, matrix, counts,
+        hot_threshold=runs[0]["hot_threshold"] if runs
+        else runner.DEFAULT_HOT)
+
+
 def run_all(configs: list[tuple[str, cfg.ConfigOpts]],
             workload: trace.Workload, settings: runner.Settings,
-            progress: bool = True
+            progress: bool = True, oracle: bool = False
             ) -> tuple[list[dict], list[list]]:
     """Run ``workload`` under each (name, configuration), one after the
-    other, each on a scratch database unless it names one; their JSON
-    figures and cpu.percent samples. Raises InvalidRequest naming the
-    configuration whose database holds real compute nodes."""
+    other, each on a scratch database unless it names one, then, with
+    ``oracle``, the oracle run (``ORACLE``, on the first configuration's
+    files); their JSON figures and cpu.percent samples. Raises
+    InvalidRequest naming the configuration whose database holds real
+    compute nodes."""
     runs, histories = [], []
+    if oracle:
+        configs = [*configs, (ORACLE, oracle_config(configs[0][1]))]
     with scratch_directory() as scratch:
         for index, (name, run_conf) in enumerate(configs):
             try:
@@ -235,8 +329,9 @@ def run_all(configs: list[tuple[str, cfg.ConfigOpts]],
             except exception.InvalidRequest as e:
                 raise exception.InvalidRequest(
                     f"configuration {name}: {e}") from None
-            simulation = runner.Simulation(run_conf, workload, settings)
-            bar = (_Progress(settings.duration or workload.span, name)
+            simulation = _simulation(name, run_conf, workload, settings,
+                                     runs)
+            bar = (_Progress(settings.span(workload), name)
                    if progress else None)
             simulation.progress = bar
             try:

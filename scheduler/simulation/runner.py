@@ -2,7 +2,8 @@
 
 Events happen in simulated time, in this order when they coincide:
 
-1. a new 5-minute utilisation slot starts (``cpu_model``),
+1. a new 5-minute utilisation slot starts (``cpu_model``, with the
+   ``readings`` of ``--cpu-readings`` in its place where a VM has some),
 2. instances end: ``SchedulerManager.release``,
 3. nodes report (``fleet``), each at its own phase of the report interval,
 4. the figures are sampled, once per report interval,
@@ -36,7 +37,9 @@ from scheduler.placement import migrations as migrations_mod
 from scheduler.placement.balance_task import PeriodicBalancer
 from scheduler.simulation import cpu_model
 from scheduler.simulation import fleet as fleet_mod
+from scheduler.simulation import readings
 from scheduler.simulation import trace
+from scheduler.simulation.figures import DAY
 from scheduler.simulation.figures import Figures
 
 #: Simulated time starts here, a Monday at midnight UTC.
@@ -68,30 +71,44 @@ class Settings:
     report_interval: float = 60.0
     #: Simulated seconds; None: the workload's span.
     duration: float | None = None
+    #: ``--cpu-readings`` files (``readings``).
+    readings: tuple[str, ...] = ()
+
+    def span(self, workload: trace.Workload) -> float:
+        """The simulated seconds of a run of ``workload``."""
+        return (workload.span if self.duration is None
+                else self.duration)
 
 
 class Simulation:
     """One run of ``workload`` under ``conf`` (whose ``[database]
-    connection`` must name an empty or simulator-only database)."""
+    connection`` must name an empty or simulator-only database).
+
+    VMs' utilisation comes from ``source`` (anything with
+    ``utilisation(slot)`` and ``counts()``; by default the model overlaid
+    with ``settings.readings``)."""
 
     def __init__(self, conf: cfg.ConfigOpts, workload: trace.Workload,
                  settings: Settings,
-                 progress: Callable[[float], None] | None = None):
+                 progress: Callable[[float], None] | None = None,
+                 source=None):
         self.conf = conf
         self.workload = workload
         self.settings = settings
         self.progress = progress
         self.hosts = settings.fleet.hosts
-        self.vcpus = settings.fleet.vcpus
+        self.vcpus = settings.fleet.node_vcpus()
         vms = len(workload)
         self.uuids = [fleet_mod.instance_uuid(vm) for vm in range(vms)]
         self.host_of = np.full(vms, -1, dtype=np.int64)
         self.on_host: list[set[int]] = [set() for _ in range(self.hosts)]
+        self.vm_count = np.zeros(self.hosts, dtype=np.int64)
         self.hosts_used = 0
         self.busy_vcpus = np.zeros(self.hosts)
         self.memory_mb_used = np.full(self.hosts,
                                       fleet_mod.HOST_RESERVED_MB, np.int64)
-        self.cpu = cpu_model.CpuModel(workload, settings.seed)
+        self.cpu = source or readings.Overlay(workload, settings.seed,
+                                              settings.readings)
         self.utilisation = np.zeros(vms)
         #: What a node's report depends on: the utilisation slot, and how
         #: often instances came to or left each host.
@@ -107,16 +124,14 @@ class Simulation:
         ``sim_seconds``, ``wall_seconds`` and ``wall_seconds_by_event``
         (``EVENT_NAMES``: seconds spent handling each kind)."""
         began = time.perf_counter()
-        duration = self.settings.duration
-        if duration is None:
-            duration = self.workload.span
+        duration = self.settings.span(self.workload)
         engine = db_api.get_engine(self.conf)
         schema.db_sync(engine)
         with clock.simulated(clock.SimulatedClock(START)) as sim_clock:
             self.fleet = fleet_mod.SimulatedFleet(engine,
                                                   self.settings.fleet)
             self.fleet.create()
-            self.manager = SchedulerManager(self.conf)
+            self.manager = self._manager()
             self._clock = sim_clock
             # What scheduler-service runs every [balancer] interval.
             self.balancer = PeriodicBalancer(self.conf, self.manager.planner)
@@ -131,11 +146,20 @@ class Simulation:
             self._loop(sim_clock, duration)
             self.manager.deferred_releases.wait_until_done(5.0)
         result = self.figures.as_dict()
+        counts = self.cpu.counts()
+        if counts is not None:
+            result.update(counts.as_dict())
+            result["readings_problems"] = counts.problems
         result["sim_seconds"] = duration
         result["wall_seconds"] = round(time.perf_counter() - began, 3)
         result["wall_seconds_by_event"] = dict(
             zip(EVENT_NAMES, self._spent, strict=True))
         return result
+
+    def _manager(self) -> SchedulerManager:
+        """The manager the run places through (``oracle`` gives its
+        own)."""
+        return SchedulerManager(self.conf)
 
     def _policy(self):
         """The cluster policy of the nodes (of their first cluster: the
@@ -193,10 +217,12 @@ class Simulation:
                 if at > duration:
                     break
                 self._advance(at)
+                self.figures.day = int(at // DAY)
                 handlers[kind](at, payload)
             elif following < arrivals:
                 kind = _ARRIVAL
                 self._advance(float(next_arrival))
+                self.figures.day = int(next_arrival // DAY)
                 self._arrive(following)
                 following += 1
             else:
@@ -235,7 +261,7 @@ class Simulation:
             selection = self.manager.select_destinations(
                 spec, [self.uuids[vm]])
         except exception.NoValidHost:
-            self.figures.rejected += 1
+            self.figures.rejection()
             return
         host = self.node_index[selection[0][0]["uuid"]]
         self._place(vm, host)
@@ -250,6 +276,7 @@ class Simulation:
             self.hosts_used += 1
             self.figures.used(self.hosts_used)
         self.on_host[host].add(vm)
+        self.vm_count[host] += 1
         self.busy_vcpus[host] += self._demand(vm)
         self.memory_mb_used[host] += self.workload.memory_mb[vm]
 
@@ -258,6 +285,7 @@ class Simulation:
         self.host_of[vm] = -1
         self.host_changes[host] += 1
         self.on_host[host].discard(vm)
+        self.vm_count[host] -= 1
         if not self.on_host[host]:
             self.hosts_used -= 1
         self.busy_vcpus[host] = max(self.busy_vcpus[host]
@@ -272,8 +300,8 @@ class Simulation:
         self._remove(vm)
 
     def _cpu_percent(self, hosts: np.ndarray | slice) -> np.ndarray:
-        return np.minimum(100.0 * self.busy_vcpus[hosts] / self.vcpus,
-                          100.0)
+        return np.minimum(100.0 * self.busy_vcpus[hosts]
+                          / self.vcpus[hosts], 100.0)
 
     def _report(self, at: float, phase: int) -> None:
         hosts = self.phase_hosts[phase]
@@ -288,7 +316,9 @@ class Simulation:
         self._push(at + self.settings.report_interval, _REPORT, phase)
 
     def _sample(self, at: float, _payload: int) -> None:
-        self.figures.sample(self._cpu_percent(slice(None)))
+        self.figures.sample(
+            self._cpu_percent(slice(None)),
+            np.maximum(self.busy_vcpus - self.vcpus, 0.0), self.vm_count)
         self._push(at + self.settings.report_interval, _SAMPLE)
 
     def _balance(self, at: float, _payload: int) -> None:
@@ -302,5 +332,5 @@ class Simulation:
             vm = uuid.UUID(planned["instance_uuid"]).int - 1
             self._remove(vm)
             self._place(vm, self.fleet.index_of[planned["dest_node_id"]])
-            self.figures.migrations += 1
+            self.figures.migration()
         self._push(at + self.balance_interval, _BALANCE)
