@@ -212,3 +212,31 @@ def test_by_default_every_vm_of_the_workload_arrives(unit_ratio_config):
     result = runner.Simulation(unit_ratio_config, work, settings).run()
     assert result["vms"] == result["placed"] == 2
     assert result["sim_seconds"] == 45.0
+
+
+def test_mixed_fleet_cpu_percent_per_node_cores(unit_ratio_config):
+    # A 4-core VM at 50 % (2 cores busy) lands on the big node (most free
+    # RAM): 2 of 16 cores is 12.5 %, under the small node's 50 %.
+    spec = fleet.FleetSpec.from_kinds([fleet.NodeKind(1, 4, 8192),
+                                       fleet.NodeKind(1, 16, 65536)])
+    settings = runner.Settings(fleet=spec, seed=0, duration=600.0)
+    simulation = runner.Simulation(unit_ratio_config,
+                                   _steady((0, 900, 4, 1024, 50.0)),
+                                   settings)
+    result = simulation.run()
+    assert int(simulation.host_of[0]) == 1
+    assert result["p95_host_cpu"] == 12.5
+    assert result["hot_host_minutes"] == 0.0
+
+
+def test_overload_counts_demand_beyond_cores(unit_ratio_config):
+    conf = unit_ratio_config
+    conf.set_override("cpu_allocation_ratio", 2.0, group="filter_scheduler")
+    # Two 4-core VMs at 75 % on one 4-core node: 6 cores of demand, 2
+    # beyond; cpu.percent shows only 100.
+    result = _run(conf, _steady((0, 900, 4, 1024, 75.0),
+                                (0, 900, 4, 1024, 75.0)), hosts=1)
+    assert result["overload_core_minutes"] == 10 * 2.0
+    assert result["hot_host_minutes"] == 10.0
+    assert result["vm_hot_minutes"] == 20.0
+    assert [day["overload_core_minutes"] for day in result["days"]] == [20.0]

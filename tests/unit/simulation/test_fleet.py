@@ -1,0 +1,51 @@
+"""``--fleet`` files: node kinds, per-node capacity; bad files named in
+one line."""
+
+import numpy as np
+import pytest
+
+from scheduler.simulation import fleet
+
+
+def _read(tmp_path, text: str) -> fleet.FleetSpec:
+    path = tmp_path / "fleet.csv"
+    path.write_text(text)
+    return fleet.read_fleet(str(path))
+
+
+def test_kinds_in_order(tmp_path):
+    spec = _read(tmp_path, "count,vcpus,memory_mb,cluster,disk_gb\n"
+                 "2,8,32768,c1,\n1,16,65536,c2,500\n")
+    assert spec.hosts == 3
+    np.testing.assert_array_equal(spec.node_vcpus(), [8, 8, 16])
+    third = spec.node(2)
+    assert (third.vcpus, third.memory_mb, third.disk_gb, third.cluster,
+            third.availability_zone) == (16, 65536, 500, "c2", "nova")
+    assert spec.cluster(0) == "c1"
+    assert spec.node(0).disk_gb == fleet.DEFAULT_DISK_GB
+
+
+def test_uniform_fleet_unchanged():
+    spec = fleet.FleetSpec(4, 32, 1024, clusters=2)
+    np.testing.assert_array_equal(spec.node_vcpus(), [32] * 4)
+    assert spec.node(3).cluster == spec.cluster(3) == "sim-c1"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("count,vcpus\n1,2\n", "missing: memory_mb"),
+    ("count,vcpus,memory_mb,colour\n1,2,3,red\n", "unknown: colour"),
+    ("count,vcpus,memory_mb\n1,two,3\n", ":2: vcpus 'two' is not a whole"),
+    ("count,vcpus,memory_mb\n0,2,3\n", "count 0 must be at least 1"),
+    ("count,vcpus,memory_mb\n1,2\n", "expected the columns"),
+    ("count,vcpus,memory_mb\n", "names no node"),
+    ("", "header must name"),
+])
+def test_bad_files(tmp_path, text, message):
+    with pytest.raises(fleet.FleetError, match=message) as caught:
+        _read(tmp_path, text)
+    assert "\n" not in str(caught.value)
+
+
+def test_unreadable_file(tmp_path):
+    with pytest.raises(fleet.FleetError, match="cannot read fleet"):
+        fleet.read_fleet(str(tmp_path / "missing.csv"))
