@@ -3,6 +3,7 @@ comparison of two configurations on a small workload, the JSON of the
 report and its plot; bad input stops it with status 2 and one line."""
 
 import json
+import os
 
 import pytest
 import sqlalchemy as sa
@@ -157,3 +158,54 @@ def test_runs_on_a_configured_database_twice(run_console_script,
         assert 0.0 <= names["cpu.percent"]["value"] <= 100.0
         assert names["cpu.percent"]["timestamp"] == \
             reported.isoformat() + "Z"
+
+
+def test_readings_fleet_and_oracle_on_the_examples(run_console_script,
+                                                   write_config, tmp_path):
+    examples = os.path.join(os.path.dirname(__file__), os.pardir,
+                            os.pardir, "examples", "traces")
+    readings = tmp_path / "more-readings.csv"
+    readings.write_text("1000000,vm00000,1,2,oops\n"
+                        "1000300,nobody,1,2,3\n999700,vm00001,1,2,3\n")
+    result = run_console_script(
+        "scheduler-manage", "simulate", "--trace",
+        os.path.join(examples, "vmtable-readings-sample.csv"),
+        "--cpu-readings", os.path.join(examples, "readings-sample.csv"),
+        "--cpu-readings", str(readings),
+        "--fleet", os.path.join(examples, "fleet-sample.csv"),
+        "--oracle", "--format", "json", config_file=write_config(
+            {"filter_scheduler": {"weight_classes": "RAMWeigher"}},
+            name="nova.conf"), timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    nova, oracle = report["runs"]
+    assert (nova["config"], oracle["config"]) == ("nova.conf", "oracle")
+    assert report["hosts"] == 4
+    for run in (nova, oracle):
+        assert run["placed"] == run["vms"] == 24
+        assert run["readings_used"] > 1000
+        assert (run["readings_malformed"], run["readings_out_of_order"],
+                run["readings_unknown_vm"]) == (1, 1, 1)
+        assert run["days"] and run["days"][0]["placed"] == 24
+        assert 0 <= run["p95_host_cpu"] <= 100
+    assert oracle["migrations"] == 0
+    assert oracle["hot_host_minutes"] <= nova["hot_host_minutes"]
+    assert f"{readings}:1: skipped: not a number" in result.stderr
+    assert "2 readings line(s) skipped" in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--synthetic", "10", "--fleet", "x.csv", "--hosts", "3"),
+     "--fleet and --hosts are exclusive"),
+    (("--synthetic", "10", "--fleet", "/nonexistent/fleet.csv"),
+     "cannot read fleet"),
+    (("--synthetic", "10", "--cpu-readings", "/nonexistent/r.csv"),
+     "cannot read readings"),
+])
+def test_bad_fleet_and_readings_exit_2(run_console_script, write_config,
+                                       args, message):
+    result = run_console_script("scheduler-manage", "simulate", *args,
+                                config_file=write_config({}))
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert message in result.stderr
