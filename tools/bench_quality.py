@@ -14,6 +14,18 @@ balancing ticks with theirs, instance ends), then the simulation speed
 (``sim_days_per_wall_minute``). ``--herd``
 adds the herding case: identical idle hosts, 100 requests within one
 report interval, weighed by ``cpu.percent=-1.0`` alone.
+
+On real utilisation: ``--readings-draws DIR...`` (directories holding
+``vmtable.csv``, ``readings.csv`` and ``fleet.csv``, as
+``tools/planetlab_workload.py`` writes them) or ``--planetlab FILE
+--draws N`` (draws made on the fly) runs each configuration (``--configs
+A.conf B.conf ...``, the first the baseline; default nova-default and
+cpu-minmax) on each draw over its whole span and prints, per draw and
+pooled, ``hot_host_minutes`` against the baseline in percent, the range
+over draws and the draws won; with ``--oracle``, the share of the
+oracle's gain over the baseline each configuration takes. ``--json FILE``
+writes it all, ``--plot FILE.png`` draws the per-draw figures; progress
+goes to stderr.
 """
 
 import argparse
@@ -71,6 +83,11 @@ def herd_workload(requests: int, interval: float) -> trace.Workload:
 
 
 def main() -> int:
+    if any(arg.startswith(("--readings-draws", "--planetlab"))
+           for arg in sys.argv[1:]):
+        import bench_quality_draws
+
+        return bench_quality_draws.main(sys.argv[1:], CONFIGS)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", action="append", choices=CONFIGS,
                         help="run only these (default: all)")
