@@ -172,6 +172,20 @@ def _fleet_spec(args) -> fleet.FleetSpec:
                            clusters=args.clusters)
 
 
+def _inputs(args) -> tuple[trace.Workload, fleet.FleetSpec]:
+    """The workload and the nodes; raises TraceError, FleetError or
+    ReadingsError (a readings file that cannot be opened, readings
+    without a trace to join)."""
+    workload = _workload(args)
+    fleet_spec = _fleet_spec(args)
+    readings.check_files(args.cpu_readings)
+    if args.cpu_readings and workload.vmid is None:
+        raise readings.ReadingsError(
+            "--cpu-readings needs --trace: readings join the trace's VMs "
+            "by vmid")
+    return workload, fleet_spec
+
+
 def _bad_arguments(args) -> str | None:
     """What is wrong with the fleet and time arguments, if anything."""
     given = [name for name in FLEET_DEFAULTS
@@ -215,13 +229,7 @@ def simulate(conf: cfg.ConfigOpts) -> int:
         if problem:
             return _fail(problem)
     try:
-        workload = _workload(args)
-        fleet_spec = _fleet_spec(args)
-        readings.check_files(args.cpu_readings)
-        if args.cpu_readings and workload.vmid is None:
-            raise readings.ReadingsError(
-                "--cpu-readings needs --trace: readings join the trace's "
-                "VMs by vmid")
+        workload, fleet_spec = _inputs(args)
     except (trace.TraceError, fleet.FleetError,
             readings.ReadingsError) as e:
         return _fail(str(e))

@@ -201,6 +201,7 @@ def test_readings_fleet_and_oracle_on_the_examples(run_console_script,
      "cannot read fleet"),
     (("--synthetic", "10", "--cpu-readings", "/nonexistent/r.csv"),
      "cannot read readings"),
+    (("--synthetic", "10", "--cpu-readings", __file__), "needs --trace"),
 ])
 def test_bad_fleet_and_readings_exit_2(run_console_script, write_config,
                                        args, message):
