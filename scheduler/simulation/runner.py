@@ -316,6 +316,9 @@ class Simulation:
         self._push(at + self.settings.report_interval, _REPORT, phase)
 
     def _sample(self, at: float, _payload: int) -> None:
+        # A sample stands for the interval that ends at it: one taken at
+        # midnight belongs to the day that ends.
+        self.figures.day = max(int(np.ceil(at / DAY)) - 1, 0)
         self.figures.sample(
             self._cpu_percent(slice(None)),
             np.maximum(self.busy_vcpus - self.vcpus, 0.0), self.vm_count)

@@ -240,3 +240,17 @@ def test_overload_counts_demand_beyond_cores(unit_ratio_config):
     assert result["hot_host_minutes"] == 10.0
     assert result["vm_hot_minutes"] == 20.0
     assert [day["overload_core_minutes"] for day in result["days"]] == [20.0]
+
+
+def test_days_split_at_midnight(unit_ratio_config):
+    # A VM at 90 % on a 4-core node from 23:50 of day 0 to 00:10 of day
+    # 1: hot at the samples of 23:51 .. 00:00 (the one at midnight is day
+    # 0's) and 00:01 .. 00:09 (at 00:10 it has ended: ends come first).
+    result = _run(unit_ratio_config,
+                  _steady((86400 - 600, 86400 + 600, 4, 1024, 90.0)),
+                  hosts=1, duration=86400 + 1200)
+    days = {day["day"]: day for day in result["days"]}
+    assert days[0]["placed"] == 1
+    assert days[0]["hot_host_minutes"] == 10.0
+    assert days[1]["hot_host_minutes"] == 9.0
+    assert sorted(days) == [0, 1]
