@@ -91,6 +91,19 @@ def check_files(paths: Sequence[str]) -> None:
                                 f"{e.strerror or e}") from e
 
 
+def _rows(rows) -> Iterator[tuple[list[str] | None, str]]:
+    """(row, "") for each row of a csv reader, or (None, why) for a line
+    the reader refused (a field over its size limit): it goes on with
+    the next line."""
+    while True:
+        try:
+            yield next(rows), ""
+        except StopIteration:
+            return
+        except csv.Error as e:
+            yield None, str(e)
+
+
 def _lines(path: str, vm_of: dict[str, int], start: float,
            counts: Counts) -> Iterator[tuple[float, int, float]]:
     """(simulated time, VM index, avgcpu) of the usable lines of
@@ -100,13 +113,17 @@ def _lines(path: str, vm_of: dict[str, int], start: float,
         with open(path, newline="", encoding="utf-8",
                   errors="replace") as stream:
             rows = csv.reader(stream)
-            for row in rows:
-                if not row or (len(row) == 1 and not row[0].strip()):
+            for row, refused in _rows(rows):
+                if row is not None and (
+                        not row or (len(row) == 1 and not row[0].strip())):
                     continue
                 try:
+                    if row is None:
+                        raise ValueError(refused)
                     stamp, vmid, avgcpu = _parse(row)
                 except ValueError as e:
-                    if rows.line_num == 1 and row[0].strip().isalpha():
+                    if (rows.line_num == 1 and row
+                            and row[0].strip().isalpha()):
                         continue  # a header line
                     counts.malformed += 1
                     counts.skip(path, rows.line_num, str(e))
@@ -123,7 +140,7 @@ def _lines(path: str, vm_of: dict[str, int], start: float,
                     counts.unknown_vm += 1
                     continue
                 yield stamp - start, vm, avgcpu
-    except (OSError, csv.Error) as e:
+    except OSError as e:
         raise ReadingsError(f"cannot read readings {path}: {e}") from e
 
 

@@ -114,3 +114,14 @@ def test_series_and_precomputed_replay_the_overlay(tmp_path, workload):
         np.testing.assert_allclose(source.utilisation(slot),
                                    overlay.utilisation(slot), rtol=1e-6)
     np.testing.assert_array_equal(source.utilisation(9), matrix[:, 3])
+
+
+def test_a_line_the_csv_reader_refuses_is_skipped(tmp_path, workload):
+    path = _file(tmp_path, "1000,a,0,0,10\n1300,a\x00,0,0,20\n"
+                 f"1300,{'x' * 200000},0,0,30\n1600,a,0,0,40\n")
+    overlay = readings.Overlay(workload, 0, [path])
+    assert [overlay.utilisation(slot)[0] for slot in range(3)] == [
+        10.0, 10.0, 40.0]
+    counts = overlay.counts()
+    assert (counts.malformed, counts.unknown_vm) == (1, 1)
+    assert "field larger than field limit" in counts.problems[0][2]
