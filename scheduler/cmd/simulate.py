@@ -294,8 +294,11 @@ def scratch_directory() -> tempfile.TemporaryDirectory:
 def oracle_config(conf: cfg.ConfigOpts) -> cfg.ConfigOpts:
     """A configuration of its own for the ``--oracle`` run: the files of
     ``conf`` (its filters, allocation ratios, database), with no cluster
-    policy, so that every node is placed by the oracle's weigher."""
+    policy, so that every node is placed by the oracle's weigher, and
+    always its best host (no random pick among a subset)."""
     oracle_conf = load_config(list(conf.config_file))
+    oracle_conf.set_override("host_subset_size", 1,
+                             group="filter_scheduler")
     oracle_conf.set_override("default_policy", None, group="scheduler")
     oracle_conf.set_override("cluster_policies", {}, group="scheduler")
     return oracle_conf

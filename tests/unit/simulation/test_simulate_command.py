@@ -22,3 +22,16 @@ def test_a_configured_database_keeps_its_settings(tmp_path):
     simulate._use_database(conf, str(tmp_path), 0)
     assert conf.database.connection == url
     assert conf.database.sqlite_synchronous is True
+
+
+def test_the_oracle_config_has_no_policy_and_no_random_pick(tmp_path):
+    path = tmp_path / "run.conf"
+    path.write_text("[scheduler]\ndefault_policy = evenly_distributed\n"
+                    "[filter_scheduler]\nhost_subset_size = 3\n"
+                    "cpu_allocation_ratio = 2.5\n")
+    conf = simulate.load_config(str(path))
+    oracle_conf = simulate.oracle_config(conf)
+    assert oracle_conf.scheduler.default_policy is None
+    assert oracle_conf.filter_scheduler.host_subset_size == 1
+    assert oracle_conf.filter_scheduler.cpu_allocation_ratio == 2.5
+    assert conf.filter_scheduler.host_subset_size == 3
