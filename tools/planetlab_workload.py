@@ -16,9 +16,16 @@ for each draw, a directory ``OUT/draw-N/`` holding
 - ``readings.csv`` (Azure ``vm_cpu_readings`` layout, in time order): a
   VM's series over simulated day ``k`` is one dataset VM-day of dataset
   day ``first + k``, slot for slot (the time of day is kept, so the
-  daily cycle is real; the dataset names no VM across days, so the days
-  of one simulated VM come from different machines). The row of each
-  VM is the same position in a seeded permutation of each day's rows;
+  daily cycle is real). The dataset file names no VM across days, so by
+  default the days of one simulated VM come from different machines (the
+  row of each VM is the same position in a seeded permutation of each
+  day's rows). With ``--names DIR``, a checkout of the original
+  ``beloglazov/planetlab-workload-traces`` (a folder per day, a file per
+  VM, whose sorted names are the rows' order in the dataset file), every
+  simulated VM is one machine throughout: a machine recorded on at least
+  ``--days`` days, seeded draw, its first ``--days`` recorded days from
+  dataset day ``first`` on (cyclically). That keeps what a VM's history
+  says about its next days, which real placement relies on;
 - ``fleet.csv``: 16-vCPU nodes, as many as put the busiest simulated
   day's peak of busy cores at ``--peak-share`` (0.6) of the fleet's
   cores, with memory per node chosen so that the VMs' memory is about
@@ -77,6 +84,38 @@ def draw_series(days: list[str], rows: dict[str, np.ndarray], draw: int,
         order = rng.permutation(len(day))
         parts.append(day[order[np.arange(vms) % len(day)]])
     return np.hstack(parts)
+
+
+def read_names(directory: str, days: list[str]) -> dict[str, list[str]]:
+    """Per dataset day, the machine name of each of its rows: the day's
+    folder of the original traces, its file names sorted."""
+    return {day: sorted(os.listdir(os.path.join(directory, day)))
+            for day in days}
+
+
+def draw_machines(days: list[str], rows: dict[str, np.ndarray],
+                  names: dict[str, list[str]], draw: int, seed: int,
+                  vms: int, span_days: int) -> np.ndarray:
+    """Percent per VM and slot over the span, each VM one machine: its
+    first ``span_days`` recorded days from the draw's first day on."""
+    first = (seed + draw) % len(days)
+    order = days[first:] + days[:first]
+    recorded: dict[str, list[tuple[str, int]]] = {}
+    for day in order:
+        for row, name in enumerate(names[day]):
+            recorded.setdefault(name, []).append((day, row))
+    machines = sorted(name for name, seen in recorded.items()
+                      if len(seen) >= span_days)
+    if len(machines) < vms:
+        raise ValueError(f"{len(machines)} machines are recorded on "
+                         f"{span_days} days or more; --vms {vms} needs "
+                         "as many")
+    rng = np.random.default_rng(seed + draw)
+    chosen = rng.choice(len(machines), size=vms, replace=False)
+    return np.vstack([
+        np.hstack([rows[day][row]
+                   for day, row in recorded[machines[m]][:span_days]])
+        for m in chosen.tolist()])
 
 
 def sizes(rng: np.random.Generator, vms: int) -> tuple[np.ndarray,
@@ -151,6 +190,9 @@ def main() -> int:
     parser.add_argument("--vms", type=int, default=500)
     parser.add_argument("--days", type=int, default=3)
     parser.add_argument("--peak-share", type=float, default=0.6)
+    parser.add_argument("--names", metavar="DIR", help="a checkout of "
+                        "beloglazov/planetlab-workload-traces: each "
+                        "simulated VM is then one machine throughout")
     parser.add_argument("--sample", metavar="DIR", help="write the small "
                         "synthesised example into DIR instead")
     args = parser.parse_args()
@@ -168,14 +210,21 @@ def main() -> int:
         return 0
     try:
         days, rows = read_dataset(args.planetlab)
+        names = read_names(args.names, days) if args.names else None
     except (OSError, ValueError, StopIteration) as e:
         print(f"planetlab_workload: cannot read {args.planetlab}: {e}",
               file=sys.stderr)
         return 2
     for draw in range(args.draws):
         rng = np.random.default_rng([args.seed, draw])
-        series = draw_series(days, rows, draw, args.seed, args.vms,
-                             args.days)
+        try:
+            series = (draw_machines(days, rows, names, draw, args.seed,
+                                    args.vms, args.days) if names
+                      else draw_series(days, rows, draw, args.seed,
+                                       args.vms, args.days))
+        except ValueError as e:
+            print(f"planetlab_workload: {e}", file=sys.stderr)
+            return 2
         created = rng.integers(0, SLOTS_PER_DAY, args.vms) * SLOT
         cores, memory = sizes(rng, args.vms)
         sized = write_draw(os.path.join(args.out, f"draw-{draw}"), series,
