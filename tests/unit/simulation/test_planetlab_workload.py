@@ -81,3 +81,25 @@ def test_summary_against_the_baseline_and_the_oracle():
     assert x["draws_won"] == 1
     assert x["oracle_share_percent"] == [50.0, -15.0]
     assert math.isclose(x["pooled_oracle_share_percent"], 20 / 300 * 100)
+
+
+def test_with_names_each_vm_is_one_machine_throughout(pw, tmp_path):
+    days = ["d1", "d2", "d3"]
+    # Machine "a" on all three days, "b" on two, "c" on one: each row's
+    # readings are its machine's letter code, so a VM's days show which
+    # machine they came from.
+    machines = {"d1": ["a", "b", "c"], "d2": ["a", "b"], "d3": ["a"]}
+    code = {"a": 1.0, "b": 2.0, "c": 3.0}
+    rows = {day: np.array([[code[name]] * pw.SLOTS_PER_DAY
+                           for name in machines[day]]) for day in days}
+    for day, names in machines.items():
+        for name in reversed(names):
+            (tmp_path / day).mkdir(exist_ok=True)
+            (tmp_path / day / name).write_text("0\n")
+    names = pw.read_names(str(tmp_path), days)
+    assert names == machines
+    series = pw.draw_machines(days, rows, names, 0, 0, 2, 2)
+    # Two machines recorded on two days or more: each VM keeps its own.
+    assert sorted(set(row) for row in series.tolist()) == [{1.0}, {2.0}]
+    with pytest.raises(ValueError, match="1 machines are recorded on 3"):
+        pw.draw_machines(days, rows, names, 0, 0, 2, 3)
