@@ -202,7 +202,6 @@ metrics_opts = [
 load_opts = [
     cfg.Opt(
         "history_window", type=Duration(), default="1h",
-        sample_default="1h",
         help="How long each node's reports are kept for windowed "
         "statistics (cpu.percent:mean:30m): the longest window an option "
         "may name (config check rejects a longer one); a flavor's "
@@ -220,7 +219,6 @@ load_opts = [
         "over expected_window, expected_fallback_percent while none is "
         "measured."),
     cfg.Opt("expected_window", type=Duration(), default="1h",
-            sample_default="1h",
             help="Window of expected_instance_cpu = measured."),
     cfg.FloatOpt("expected_fallback_percent", default=100.0, min=0.0,
                  max=100.0,
@@ -231,7 +229,6 @@ load_opts = [
                  help="LoadRiskWeigher: weight of the standard deviation "
                  "in mean + risk_factor x stddev of cpu.percent."),
     cfg.Opt("risk_window", type=Duration(), default="1h",
-            sample_default="1h",
             help="LoadRiskWeigher: window of the mean and stddev."),
     cfg.FloatOpt("load_risk_weight_multiplier", default=1.0,
                  help="Multiplier of LoadRiskWeigher."),
@@ -240,7 +237,6 @@ load_opts = [
                  "cpu.percent (windowed mean plus the new instance's "
                  "expected load), then the least loaded is preferred."),
     cfg.Opt("target_window", type=Duration(), default="1h",
-            sample_default="1h",
             help="TargetLoadWeigher: window of the mean cpu.percent."),
     cfg.FloatOpt("target_load_weight_multiplier", default=1.0,
                  help="Multiplier of TargetLoadWeigher."),
