@@ -155,3 +155,15 @@ def test_parse(name, stat, window):
 def test_parse_names_what_is_wrong(name, named):
     with pytest.raises(ValueError, match=named):
         metric_stat.parse(name)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_statistics_agree_with_numpy(seed):
+    rng = np.random.default_rng(seed)
+    values = rng.uniform(0, 100, size=int(rng.integers(1, 60))).tolist()
+    held = reports(values)
+    for stat, reference in (("mean", np.mean), ("max", np.max),
+                            ("stddev", np.std),
+                            ("p95", lambda v: np.percentile(v, 95))):
+        assert held.statistic("cpu.percent", stat, 3600.0) == \
+            pytest.approx(float(reference(values)))
