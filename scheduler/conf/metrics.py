@@ -207,7 +207,7 @@ load_opts = [
         "may name (config check rejects a longer one); a flavor's "
         "resources: extra spec with a longer window gets the statistic "
         "over what is held. About 16 bytes per report and metric per "
-        "host plus 400 per metric (at most 720 reports per metric)."),
+        "host plus 200 per metric (at most 720 reports per metric)."),
     cfg.Opt(
         "expected_instance_cpu", type=ExpectedCpu(), default="vcpus",
         help="How busy a placed instance is assumed to be until its host "

@@ -5,15 +5,15 @@ The host cache appends a node's metrics when a decoded report carries a
 newer timestamp for them (``appended``), and hands the result to the
 node's next ``HostState`` as ``metric_history``. A history is never
 changed, only replaced: host states built from older reports keep
-theirs. Values are kept as two ``array('d')`` per metric (timestamps in
-seconds since 1970, values): 16 bytes per report and metric plus about
-400 bytes per metric (docs/operator-guide.md, "Load-aware weighing").
+theirs. Each metric's reports are one ``array('d')`` of timestamps
+(seconds since 1970) and values, interleaved: 16 bytes per report and
+metric plus about 200 bytes per metric (docs/operator-guide.md,
+"Load-aware weighing").
 """
 
 import bisect
 import datetime
 import math
-import threading
 from array import array
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -57,18 +57,26 @@ def _statistic(stat: str, values: Sequence[float]) -> float:
     return values[-1]
 
 
+def _start(pairs: array, after: float) -> int:
+    """The index in ``pairs`` (time, value, time, value, ...) of the
+    first report newer than ``after``."""
+    return 2 * bisect.bisect_right(memoryview(pairs)[0::2], after)
+
+
 class MetricHistory:
     """The held reports of one node's metrics, by metric name."""
 
-    __slots__ = ("_series", "_memo", "_lock")
+    __slots__ = ("_series", "_memo")
 
-    def __init__(self, series: Mapping[str, tuple[array, array]]
-                 | None = None):
-        self._series: dict[str, tuple[array, array]] = dict(series or {})
+    def __init__(self, series: Mapping[str, array] | None = None):
+        # One array per metric, times and values interleaved: a second
+        # array and a tuple per metric cost more than the values of an
+        # hour of reports.
+        self._series: dict[str, array] = dict(series or {})
         # Statistics by (metric, stat, window): every host version is
-        # asked for the same few, by several requests.
-        self._memo: dict[tuple[str, str, float], float | None] = {}
-        self._lock = threading.Lock()
+        # asked for the same few, by several requests. A race computes
+        # one twice, harmlessly.
+        self._memo: dict[tuple[str, str, float], float | None] | None = None
 
     def __len__(self) -> int:
         return len(self._series)
@@ -81,7 +89,7 @@ class MetricHistory:
         return self._series == other._series
 
     def __hash__(self) -> int:
-        return hash(tuple((name, len(pair[0])) for name, pair in
+        return hash(tuple((name, len(pairs)) for name, pairs in
                           sorted(self._series.items())))
 
     def names(self) -> list[str]:
@@ -89,8 +97,7 @@ class MetricHistory:
 
     def reports(self, name: str) -> int:
         """How many reports of ``name`` are held."""
-        found = self._series.get(name)
-        return 0 if found is None else len(found[0])
+        return len(self._series.get(name, ())) // 2
 
     def series(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(timestamps as ``table.epoch()`` seconds, values), oldest
@@ -98,10 +105,9 @@ class MetricHistory:
         found = self._series.get(name)
         if found is None:
             return None
-        epochs, values = (np.frombuffer(part, dtype=float)
-                          for part in found)
-        epochs.flags.writeable = values.flags.writeable = False
-        return epochs, values
+        pairs = np.frombuffer(found, dtype=float)
+        pairs.flags.writeable = False
+        return pairs[0::2], pairs[1::2]
 
     def statistic(self, name: str, stat: str,
                   window: float) -> float | None:
@@ -109,16 +115,17 @@ class MetricHistory:
         seconds before its newest one (all held ones if fewer); None
         when none is held."""
         key = (name, stat, window)
-        if key in self._memo:
-            return self._memo[key]
-        found = self._series.get(name)
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        elif key in memo:
+            return memo[key]
+        pairs = self._series.get(name)
         value = None
-        if found is not None:
-            epochs, values = found
-            start = bisect.bisect_right(epochs, epochs[-1] - window)
-            value = _statistic(stat, values[start:])
-        with self._lock:
-            self._memo[key] = value
+        if pairs is not None:
+            start = _start(pairs, pairs[-2] - window)
+            value = _statistic(stat, pairs[start + 1::2])
+        memo[key] = value
         return value
 
     def appended(self, metrics: Mapping[str, _Reading],
@@ -127,30 +134,27 @@ class MetricHistory:
         newer than what is held, reports older than ``window`` seconds
         before the newest dropped; metrics the report no longer carries
         are dropped. A window of 0 keeps the newest report only."""
-        series: dict[str, tuple[array, array]] = {}
+        series: dict[str, array] = {}
         for name, metric in metrics.items():
             when = epoch(metric.timestamp)
             held = self._series.get(name)
             if held is None:
-                series[name] = array("d", (when,)), array("d", (
-                    float(metric.value),))
+                series[name] = array("d", (when, float(metric.value)))
                 continue
-            epochs, values = held
-            if when <= epochs[-1]:
+            if when <= held[-2]:
                 series[name] = held
                 continue
-            start = max(bisect.bisect_right(epochs, when - window),
-                        len(epochs) + 1 - MAX_REPORTS)
-            epochs, values = epochs[start:], values[start:]
-            epochs.append(when)
-            values.append(float(metric.value))
-            series[name] = epochs, values
+            start = max(_start(held, when - window),
+                        len(held) + 2 - 2 * MAX_REPORTS)
+            pairs = held[start:]
+            pairs.extend((when, float(metric.value)))
+            series[name] = pairs
         return MetricHistory(series)
 
     def nbytes(self) -> int:
         """Bytes the held values take (not counting Python overhead)."""
-        return sum(part.itemsize * len(part)
-                   for pair in self._series.values() for part in pair)
+        return sum(pairs.itemsize * len(pairs)
+                   for pairs in self._series.values())
 
 
 #: The history of a node never reported.
