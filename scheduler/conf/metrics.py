@@ -57,12 +57,18 @@ class WeightSetting(types.ConfigType):
 class Duration(types.ConfigType):
     """``90s``, ``30m``, ``1h`` or plain seconds -> float seconds."""
 
-    def __init__(self, type_name: str = "duration value"):
+    def __init__(self, type_name: str = "duration value",
+                 zero_is_off: bool = False):
         super().__init__(type_name=type_name)
+        #: Whether 0 (switched off) is a value.
+        self.zero_is_off = zero_is_off
 
     def __call__(self, value):
         if isinstance(value, int | float) and not isinstance(value, bool):
             value = str(value)
+        if self.zero_is_off and str(value).strip() in ("0", "0s", "0m",
+                                                       "0h"):
+            return 0.0
         return metric_stat.parse_duration(value)
 
     def __repr__(self) -> str:
@@ -209,6 +215,17 @@ load_opts = [
         "over what is held. About 16 bytes per report and metric per "
         "host plus 200 per metric (at most 720 reports per metric)."),
     cfg.Opt(
+        "instance_history_window", type=Duration(zero_is_off=True),
+        default="0",
+        help="How long each instance's instance.cpu.percent entries are "
+        "kept, so that InstanceLoadWeigher and expected_instance_cpu = "
+        "measured use each instance's mean over expected_window rather "
+        "than its newest entry. 0 (the default) keeps none: instance "
+        "entries are then decoded only when read, as before; with a "
+        "window every report's instance entries are decoded when it "
+        "arrives. 16 bytes per report and instance plus about 200 per "
+        "instance."),
+    cfg.Opt(
         "expected_instance_cpu", type=ExpectedCpu(), default="vcpus",
         help="How busy a placed instance is assumed to be until its host "
         "reports it (the share of cpu.percent a pending claim adds, and "
@@ -219,7 +236,9 @@ load_opts = [
         "over expected_window, expected_fallback_percent while none is "
         "measured."),
     cfg.Opt("expected_window", type=Duration(), default="1h",
-            help="Window of expected_instance_cpu = measured."),
+            help="Window of each instance's mean instance.cpu.percent "
+            "(expected_instance_cpu = measured, InstanceLoadWeigher), "
+            "over what instance_history_window holds."),
     cfg.FloatOpt("expected_fallback_percent", default=100.0, min=0.0,
                  max=100.0,
                  help="Percent of its vCPUs an instance is assumed to keep "

@@ -5,7 +5,9 @@ weighing").
 The host cache sets each host state's share of a pending claim's vCPUs
 (``pending_cpu_fraction``); the load-aware weighers add the instance
 being placed with ``added_cpu_percent``. ``measured`` reads the instance
-entries of the running instances of the same flavor, whose key is
+entries of the running instances of the same flavor (each its mean over
+``[metrics] expected_window`` when ``instance_history_window`` keeps
+their reports, else its newest entry), whose key is
 (vCPUs, MiB): claims carry sizes, not flavor names, and two flavors of
 the same size load a host alike as far as the scheduler can tell.
 """
@@ -33,29 +35,29 @@ def pending_cpu_fraction(conf: cfg.ConfigOpts) -> float:
     return float(setting) / 100.0
 
 
-def _flavor_load(flavor: tuple[int, int]):
-    """A column function: (sum, count) of the newest
-    instance.cpu.percent of the host's instances of ``flavor``."""
+def _flavor_load(flavor: tuple[int, int], window: float):
+    """A column function: (sum, count) of the mean instance.cpu.percent
+    over ``window`` of the host's instances of ``flavor``."""
     def value(host: HostState) -> tuple[float, int]:
         total, count = 0.0, 0
         for uuid, key in host.instance_flavors.items():
             if key != flavor:
                 continue
-            found = instance_metrics.instance_metric(
-                host, uuid, instance_metrics.CPU_PERCENT, None)
+            found = instance_metrics.instance_cpu_mean(host, uuid, window)
             if found is not None:
                 total, count = total + found, count + 1
         return total, count
     return value
 
 
-def measured_fraction(table: HostTable, flavor: tuple[int, int]
-                      ) -> float | None:
+def measured_fraction(table: HostTable, flavor: tuple[int, int],
+                      window: float) -> float | None:
     """The mean busy share of the fleet's measured instances of
-    ``flavor``, None when none is measured. Per host a cached column,
-    recomputed only for hosts whose report or claims changed."""
-    pairs = table.column(("flavor_load", flavor), "2f8",
-                         lambda host: _flavor_load(flavor)(host))
+    ``flavor`` (each its mean over ``window``), None when none is
+    measured. Per host a cached column, recomputed only for hosts whose
+    report or claims changed."""
+    pairs = table.column(("flavor_load", flavor, window), "2f8",
+                         _flavor_load(flavor, window))
     count = pairs[:, 1].sum() if len(pairs) else 0.0
     if not count:
         return None
@@ -70,7 +72,8 @@ def instance_fraction(conf: cfg.ConfigOpts, spec: RequestSpec,
 
     def measure() -> float:
         found = measured_fraction(
-            table, (spec.flavor.vcpus, spec.flavor.memory_mb))
+            table, (spec.flavor.vcpus, spec.flavor.memory_mb),
+            conf.metrics.expected_window)
         return pending_cpu_fraction(conf) if found is None else found
     return spec.memo("expected_cpu_fraction", measure)
 

@@ -89,6 +89,10 @@ class HostState:
     #: (``scheduler.hosts.history``), read-only: what windowed
     #: statistics (``cpu.percent:mean:1h``) are computed from.
     metric_history: history_mod.MetricHistory = history_mod.EMPTY
+    #: Each instance's instance.cpu.percent reports by instance uuid,
+    #: over ``[metrics] instance_history_window`` (empty when 0);
+    #: read through ``scheduler.hosts.instance_metrics``. Read-only.
+    instance_history: history_mod.MetricHistory = history_mod.EMPTY
     disabled: bool = False
     disabled_reason: str | None = None
     updated_at: datetime.datetime | None = None

@@ -11,16 +11,17 @@ from scheduler.request.spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 
 
-def predicted_busy_vcpus(host: HostState, fallback: float) -> float:
+def predicted_busy_vcpus(host: HostState, fallback: float,
+                         window: float) -> float:
     """vCPUs the host's claimed instances are expected to keep busy:
-    each measured one its vCPUs x its newest instance.cpu.percent, the
-    others (not reported yet, pending, placed by this request) their
-    vCPUs x ``fallback``."""
+    each measured one its vCPUs x its mean instance.cpu.percent over
+    ``window`` (``instance_metrics.instance_cpu_mean``), the others (not
+    reported yet, pending, placed by this request) their vCPUs x
+    ``fallback``."""
     busy = 0.0
     measured_vcpus = 0
     for uuid, (vcpus, _memory_mb) in host.instance_flavors.items():
-        percent = instance_metrics.instance_metric(
-            host, uuid, instance_metrics.CPU_PERCENT, None)
+        percent = instance_metrics.instance_cpu_mean(host, uuid, window)
         if percent is not None:
             busy += vcpus * min(max(percent, 0.0), 100.0) / 100.0
             measured_vcpus += vcpus
@@ -32,13 +33,14 @@ def predicted_busy_vcpus(host: HostState, fallback: float) -> float:
 
 class InstanceLoadWeigher(BaseHostWeigher):
     """Weighs ``-(predicted cpu.percent)``: the load of the instances the
-    scheduler has claims for on the host (each measured one at its
-    reported instance.cpu.percent, the others at ``[metrics]
-    expected_instance_cpu``) over the host's vCPUs, plus the new
-    instance's expected load. Unlike the host's own cpu.percent, it
-    forgets the load of instances that have left and counts the load of
-    those placed since the last report. Scaled by ``[metrics]
-    instance_load_weight_multiplier``.
+    scheduler has claims for on the host (each measured one at its mean
+    instance.cpu.percent over ``[metrics] expected_window``, held when
+    ``[metrics] instance_history_window`` is set, else its newest entry;
+    the others at ``[metrics] expected_instance_cpu``) over the host's
+    vCPUs, plus the new instance's expected load. Unlike the host's own
+    cpu.percent, it forgets the load of instances that have left and
+    counts the load of those placed since the last report. Scaled by
+    ``[metrics] instance_load_weight_multiplier``.
     """
 
     def multiplier(self, spec: RequestSpec) -> float:
@@ -47,9 +49,10 @@ class InstanceLoadWeigher(BaseHostWeigher):
     def raw_column(self, table: HostTable, rows: np.ndarray,
                    spec: RequestSpec) -> np.ndarray:
         fallback = expected_load.pending_cpu_fraction(self.conf)
+        window = self.conf.metrics.expected_window
         busy = table.column(
-            ("instance_load", fallback), float,
-            lambda host: predicted_busy_vcpus(host, fallback))[rows]
+            ("instance_load", fallback, window), float,
+            lambda host: predicted_busy_vcpus(host, fallback, window))[rows]
         vcpus = table.attribute("vcpus")[rows]
         with np.errstate(divide="ignore", invalid="ignore"):
             load = np.where(vcpus > 0, 100.0 * busy / vcpus, np.nan)

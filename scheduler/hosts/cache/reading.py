@@ -276,8 +276,10 @@ class RefreshReads:
                 continue
             decoded = self._reusable(old, row)
             if decoded is None:
-                decoded = decode.decode(row, previous and previous.decoded,
-                                        self.conf.metrics.history_window)
+                decoded = decode.decode(
+                    row, previous and previous.decoded,
+                    self.conf.metrics.history_window,
+                    self.conf.metrics.instance_history_window)
                 decoded_rows += 1
             same_claims = (previous.state if kept_claims and previous
                            and row.id in kept_claims else None)

@@ -2,6 +2,9 @@
 
 import datetime
 
+from oslo_config import cfg
+
+from scheduler.conf import metrics as metrics_conf
 from scheduler.hosts import history
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import Metric
@@ -30,3 +33,10 @@ def spec(vcpus: int = 2, memory_mb: int = 2048) -> RequestSpec:
     return RequestSpec.from_dict({"flavor": {
         "name": "m1", "vcpus": vcpus, "memory_mb": memory_mb,
         "root_gb": 1}})
+
+
+def clear_metrics_overrides(conf: cfg.ConfigOpts) -> None:
+    """Private ConfigOpts share the module-level [metrics] group,
+    overrides included: a test's override would leak into the next."""
+    for opt in metrics_conf.metrics_opts + metrics_conf.load_opts:
+        conf.clear_override(opt.name, "metrics")

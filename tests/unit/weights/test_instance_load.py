@@ -4,13 +4,21 @@ import datetime
 
 import pytest
 
+from scheduler.hosts import history
 from scheduler.hosts.state import Metric
 from scheduler.weights.instance_load import InstanceLoadWeigher
 from scheduler.weights.instance_load import predicted_busy_vcpus
+from tests.unit.weights.loads import clear_metrics_overrides
 from tests.unit.weights.loads import loaded_host
 from tests.unit.weights.loads import spec
 
 NOW = datetime.datetime(2026, 1, 5, 12, 0)
+
+
+@pytest.fixture(autouse=True)
+def _clear_overrides(conf):
+    yield
+    clear_metrics_overrides(conf)
 
 
 def with_instances(name: str, measured: dict[str, float],
@@ -29,7 +37,7 @@ def with_instances(name: str, measured: dict[str, float],
 def test_measured_instances_count_at_their_load():
     host = with_instances("h", {"a": 50.0, "b": 100.0}, unmeasured=1)
     # 2 x 0.5 + 2 x 1.0 + 2 x fallback
-    assert predicted_busy_vcpus(host, 0.25) == pytest.approx(3.5)
+    assert predicted_busy_vcpus(host, 0.25, 3600.0) == pytest.approx(3.5)
 
 
 def test_load_of_instances_gone_is_forgotten(conf):
@@ -60,3 +68,18 @@ def test_expected_load_measured_from_the_same_flavor(conf):
     # Another flavor falls back to expected_fallback_percent (100).
     assert InstanceLoadWeigher(conf).raw_weight(
         first, spec(memory_mb=4096)) == pytest.approx(-(5.0 + 25.0))
+
+
+def test_an_instances_mean_over_expected_window_is_used(conf):
+    host = with_instances("h", {"a": 80.0})
+    held = history.EMPTY
+    for minute, value in enumerate([20.0, 50.0, 80.0]):
+        held = held.appended({"a": Metric(
+            value, NOW + minute * datetime.timedelta(minutes=1))}, 3600.0)
+    host.instance_history = held
+    # 2 vCPUs at a 50 % mean: 1 of 8 busy, plus the new 2 of 8.
+    assert InstanceLoadWeigher(conf).raw_weight(host, spec()) == \
+        pytest.approx(-(12.5 + 25.0))
+    conf.set_override("expected_window", 60.0, "metrics")
+    assert InstanceLoadWeigher(conf).raw_weight(host, spec()) == \
+        pytest.approx(-(20.0 + 25.0))

@@ -6,8 +6,15 @@ import pytest
 
 from scheduler.weights import NAMESPACE
 from scheduler.weights.load_risk import LoadRiskWeigher
+from tests.unit.weights.loads import clear_metrics_overrides
 from tests.unit.weights.loads import loaded_host
 from tests.unit.weights.loads import spec
+
+
+@pytest.fixture(autouse=True)
+def _clear_overrides(conf):
+    yield
+    clear_metrics_overrides(conf)
 
 
 def test_registered_under_its_name():

@@ -5,8 +5,15 @@ import pytest
 
 from scheduler.weights.target_load import TargetLoadWeigher
 from scheduler.weights.target_load import target_score
+from tests.unit.weights.loads import clear_metrics_overrides
 from tests.unit.weights.loads import loaded_host
 from tests.unit.weights.loads import spec
+
+
+@pytest.fixture(autouse=True)
+def _clear_overrides(conf):
+    yield
+    clear_metrics_overrides(conf)
 
 
 def test_score_peaks_at_the_target():
