@@ -28,7 +28,8 @@ class WeightSetting(types.ConfigType):
             try:
                 metric_stat.parse(name)
             except ValueError as e:
-                raise ValueError(f"{item!r}: {e}") from None
+                raise ValueError(f"{item!r} is not name=ratio with a "
+                                 f"valid metric name: {e}") from None
             try:
                 number = float(ratio)
             except ValueError:
@@ -78,6 +79,28 @@ class Duration(types.ConfigType):
         if isinstance(value, int | float):
             return metric_stat.format_duration(value)
         return str(value)
+
+
+class Percent(types.ConfigType):
+    """A finite number from 0 to 100."""
+
+    def __init__(self, type_name: str = "percent value"):
+        super().__init__(type_name=type_name)
+
+    def __call__(self, value):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not 0.0 <= number <= 100.0:
+            raise ValueError(f"{value!r} is not a number from 0 to 100")
+        return number
+
+    def __repr__(self) -> str:
+        return "Percent"
+
+    def _formatter(self, value) -> str:
+        return f"{float(value):g}"
 
 
 class ExpectedCpu(types.ConfigType):
@@ -239,11 +262,10 @@ load_opts = [
             help="Window of each instance's mean instance.cpu.percent "
             "(expected_instance_cpu = measured, InstanceLoadWeigher), "
             "over what instance_history_window holds."),
-    cfg.FloatOpt("expected_fallback_percent", default=100.0, min=0.0,
-                 max=100.0,
-                 help="Percent of its vCPUs an instance is assumed to keep "
-                 "busy under expected_instance_cpu = measured while no "
-                 "instance of its flavor has been measured."),
+    cfg.Opt("expected_fallback_percent", type=Percent(), default=100.0,
+            help="Percent of its vCPUs an instance is assumed to keep "
+            "busy under expected_instance_cpu = measured while no "
+            "instance of its flavor has been measured."),
     cfg.FloatOpt("risk_factor", default=1.0, min=0.0,
                  help="LoadRiskWeigher: weight of the standard deviation "
                  "in mean + risk_factor x stddev of cpu.percent."),
@@ -251,10 +273,10 @@ load_opts = [
             help="LoadRiskWeigher: window of the mean and stddev."),
     cfg.FloatOpt("load_risk_weight_multiplier", default=1.0,
                  help="Multiplier of LoadRiskWeigher."),
-    cfg.FloatOpt("target_cpu_percent", default=40.0, min=0.0, max=100.0,
-                 help="TargetLoadWeigher: hosts are filled up to this "
-                 "cpu.percent (windowed mean plus the new instance's "
-                 "expected load), then the least loaded is preferred."),
+    cfg.Opt("target_cpu_percent", type=Percent(), default=40.0,
+            help="TargetLoadWeigher: hosts are filled up to this "
+            "cpu.percent (windowed mean plus the new instance's "
+            "expected load), then the least loaded is preferred."),
     cfg.Opt("target_window", type=Duration(), default="1h",
             help="TargetLoadWeigher: window of the mean cpu.percent."),
     cfg.FloatOpt("target_load_weight_multiplier", default=1.0,

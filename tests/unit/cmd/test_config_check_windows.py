@@ -73,3 +73,13 @@ def test_bad_load_options_are_named(load, option, value):
         f"[metrics]\n{option} = {value}\n"), [])
     assert len(lines) == 1
     assert lines[0].startswith(f"[metrics] {option}: value '{value}'")
+
+
+@pytest.mark.parametrize("option", ["target_cpu_percent",
+                                    "expected_fallback_percent"])
+@pytest.mark.parametrize("value", ["150", "-1", "nan", "inf", "many"])
+def test_a_percent_outside_0_to_100_is_named(load, option, value):
+    lines = config_check.problems(load(f"[metrics]\n{option} = {value}\n"),
+                                  [])
+    assert lines == [f"[metrics] {option}: value '{value}': '{value}' is "
+                     "not a number from 0 to 100"]
