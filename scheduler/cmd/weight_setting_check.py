@@ -131,3 +131,9 @@ def window_problems(conf: cfg.ConfigOpts
                 "longer than [metrics] history_window = "
                 f"{metric_stat.format_duration(held)}: raise "
                 "history_window or shorten the window")
+
+
+def validate_windows(conf: cfg.ConfigOpts) -> None:
+    """Start-up's form of ``window_problems``: the first one raised."""
+    for problem in window_problems(conf):
+        raise problem

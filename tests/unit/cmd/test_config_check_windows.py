@@ -4,7 +4,10 @@ import pytest
 from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
+from scheduler.cmd import common
 from scheduler.cmd import config_check
+from scheduler.cmd import weight_setting_check
+from scheduler.conf import cli
 
 WEIGHED = ("[filter_scheduler]\nweight_classes = MetricsWeigher\n"
            "[database]\nconnection = sqlite:////nonexistent/x.sqlite\n")
@@ -83,3 +86,16 @@ def test_a_percent_outside_0_to_100_is_named(load, option, value):
                                   [])
     assert lines == [f"[metrics] {option}: value '{value}': '{value}' is "
                      "not a number from 0 to 100"]
+
+
+def test_start_up_exits_2_on_a_window_longer_than_the_history(load,
+                                                                 capsys):
+    conf = load("[metrics]\nhistory_window = 30m\n"
+                "weight_setting = cpu.percent:mean:1h=-1\n")
+    with pytest.raises(SystemExit) as exited:
+        common.validate("scheduler-service", conf,
+                        [weight_setting_check.validate_windows])
+    assert exited.value.code == cli.CONFIG_ERROR_EXIT
+    error = capsys.readouterr().err
+    assert "[metrics] weight_setting" in error
+    assert "history_window = 30m" in error
