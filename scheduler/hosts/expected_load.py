@@ -66,11 +66,11 @@ def measured_fraction(table: HostTable, flavor: tuple[int, int],
 
 def instance_fraction(conf: cfg.ConfigOpts, spec: RequestSpec,
                       table: HostTable) -> float:
-    """Share of the new instance's vCPUs expected busy."""
-    if conf.metrics.expected_instance_cpu != MEASURED:
-        return pending_cpu_fraction(conf)
-
+    """Share of the new instance's vCPUs expected busy; worked out once
+    per request (``spec.memo``), for every load-aware weigher."""
     def measure() -> float:
+        if conf.metrics.expected_instance_cpu != MEASURED:
+            return pending_cpu_fraction(conf)
         found = measured_fraction(
             table, (spec.flavor.vcpus, spec.flavor.memory_mb),
             conf.metrics.expected_window)
