@@ -134,6 +134,7 @@ CHECKS: tuple[Check, ...] = (
     cluster_policy.policy_problems,
     migration_policies_file,
     weight_setting_check.weigher_problems,
+    weight_setting_check.window_problems,
     _raising(api_conf.validate),
     _raising(api_checks.validate_keystone_auth),
     _raising(api_checks.validate_policy_file),

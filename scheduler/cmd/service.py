@@ -31,6 +31,7 @@ from scheduler import manager as manager_mod
 from scheduler import rpc
 from scheduler.cmd import common
 from scheduler.cmd import unknown_options
+from scheduler.cmd import weight_setting_check
 from scheduler.common import observability
 from scheduler.conf import cli
 from scheduler.conf import messaging as messaging_conf
@@ -156,7 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # others: a malformed [oslo_messaging_rabbit] value exits 2 as well.
     messaging_conf.register_messaging_opts(CONF)
     common.prepare(PROG, CONF, argv, "scheduler",
-                   validators=[_validate_database, validate_transport],
+                   validators=[_validate_database, validate_transport,
+                               weight_setting_check.validate_windows],
                    description=DESCRIPTION)
     unknown_options.warn_unknown_options(CONF)
     workers = configured_workers(CONF)

@@ -15,6 +15,7 @@ from sqlalchemy import exc as sa_exc
 
 from scheduler import exception
 from scheduler.common import suggest
+from scheduler.conf import metric_stat
 from scheduler.db import api as db_api
 from scheduler.db import schema
 from scheduler.hosts import reported_metrics
@@ -30,11 +31,12 @@ def _setting(conf: cfg.ConfigOpts) -> str:
                      for name, ratio in conf.metrics.weight_setting)
 
 
-def _weigher_users(conf: cfg.ConfigOpts) -> list[str]:
-    """Where MetricsWeigher is enabled: ``[filter_scheduler]
+def _weigher_users(conf: cfg.ConfigOpts, weigher: str = WEIGHER
+                   ) -> list[str]:
+    """Where ``weigher`` is enabled: ``[filter_scheduler]
     weight_classes`` and the weighers of the cluster policies in use."""
     users = []
-    if WEIGHER in conf.filter_scheduler.weight_classes:
+    if weigher in conf.filter_scheduler.weight_classes:
         users.append("[filter_scheduler] weight_classes")
     try:
         policies = cluster_policy.load_policies(conf)
@@ -43,7 +45,7 @@ def _weigher_users(conf: cfg.ConfigOpts) -> list[str]:
         return users
     users += [f"[{policy.group}] weighers"
               for policy in policies.policies.values()
-              if any(name == WEIGHER for name, _ in policy.weighers)]
+              if any(name == weigher for name, _ in policy.weighers)]
     return users
 
 
@@ -68,7 +70,9 @@ def reported_problems(conf: cfg.ConfigOpts, notes: list[str]
                       ) -> Iterator[exception.ConfigError]:
     """Each weight_setting metric that no host reports, with the closest
     reported name; ``notes`` says why the check was skipped, if it was."""
-    wanted = [name for name, _ in conf.metrics.weight_setting]
+    # A windowed statistic reads its metric's reports.
+    wanted = list(dict.fromkeys(metric_stat.base_metric(name)
+                                for name, _ in conf.metrics.weight_setting))
     if not wanted:
         return
     skipped = "weight_setting metrics not checked against the fleet: "
@@ -94,3 +98,42 @@ def reported_problems(conf: cfg.ConfigOpts, notes: list[str]
                 f"no host reports {name} ({len(hosts)} hosts, "
                 f"{len(reported)} metrics: 'scheduler-manage metrics "
                 "list')" + suggest.did_you_mean(name, reported))
+
+
+#: Options naming a window, which the reports held must cover, and the
+#: weigher reading each.
+WINDOW_OPTIONS = (("risk_window", "LoadRiskWeigher"),
+                  ("target_window", "TargetLoadWeigher"))
+
+
+def window_problems(conf: cfg.ConfigOpts
+                    ) -> Iterator[exception.ConfigError]:
+    """A window longer than ``[metrics] history_window``, the reports the
+    scheduler keeps: the statistic would silently cover less."""
+    held = conf.metrics.history_window
+    # Only the windows something reads: a shorter history is no problem
+    # for a weigher nobody enabled.
+    windows = [(option, getattr(conf.metrics, option), option)
+               for option, weigher in WINDOW_OPTIONS
+               if _weigher_users(conf, weigher)]
+    if conf.metrics.expected_instance_cpu == "measured":
+        windows.append(("expected_window", conf.metrics.expected_window,
+                        "expected_window"))
+    windows += [("weight_setting", metric_stat.parse(name).window, name)
+                for name, _ in conf.metrics.weight_setting]
+    for option, window, value in windows:
+        if window > held:
+            shown = value if option == "weight_setting" else \
+                metric_stat.format_duration(window)
+            yield exception.ConfigError(
+                "metrics", option, shown,
+                f"a window of {metric_stat.format_duration(window)}, "
+                "longer than [metrics] history_window = "
+                f"{metric_stat.format_duration(held)}: raise "
+                "history_window or shorten the window")
+
+
+def validate_windows(conf: cfg.ConfigOpts) -> None:
+    """Start-up's form of ``window_problems``: the first one raised."""
+    for problem in window_problems(conf):
+        raise problem

@@ -6,7 +6,7 @@ from oslo_config import cfg
 from oslo_config import types
 
 from compute_monitor import units
-from compute_monitor.base import METRIC_NAME_RE
+from scheduler.conf import metric_stat
 
 
 class WeightSetting(types.ConfigType):
@@ -23,10 +23,13 @@ class WeightSetting(types.ConfigType):
             if not item:
                 continue
             name, sep, ratio = (s.strip() for s in item.partition("="))
-            if not sep or not METRIC_NAME_RE.match(name):
-                raise ValueError(
-                    f"{item!r} is not name=ratio with a dotted lower-case "
-                    "metric name")
+            if not sep:
+                raise ValueError(f"{item!r} is not name=ratio")
+            try:
+                metric_stat.parse(name)
+            except ValueError as e:
+                raise ValueError(f"{item!r} is not name=ratio with a "
+                                 f"valid metric name: {e}") from None
             try:
                 number = float(ratio)
             except ValueError:
@@ -49,6 +52,82 @@ class WeightSetting(types.ConfigType):
     def _formatter(self, value) -> str:
         if isinstance(value, list):
             return ", ".join(f"{name}={ratio}" for name, ratio in value)
+        return str(value)
+
+
+class Duration(types.ConfigType):
+    """``90s``, ``30m``, ``1h`` or plain seconds -> float seconds."""
+
+    def __init__(self, type_name: str = "duration value",
+                 zero_is_off: bool = False):
+        super().__init__(type_name=type_name)
+        #: Whether 0 (switched off) is a value.
+        self.zero_is_off = zero_is_off
+
+    def __call__(self, value):
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        if self.zero_is_off and str(value).strip() in ("0", "0s", "0m",
+                                                       "0h"):
+            return 0.0
+        return metric_stat.parse_duration(value)
+
+    def __repr__(self) -> str:
+        return "Duration"
+
+    def _formatter(self, value) -> str:
+        if isinstance(value, int | float):
+            return metric_stat.format_duration(value)
+        return str(value)
+
+
+class Percent(types.ConfigType):
+    """A finite number from 0 to 100."""
+
+    def __init__(self, type_name: str = "percent value"):
+        super().__init__(type_name=type_name)
+
+    def __call__(self, value):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not 0.0 <= number <= 100.0:
+            raise ValueError(f"{value!r} is not a number from 0 to 100")
+        return number
+
+    def __repr__(self) -> str:
+        return "Percent"
+
+    def _formatter(self, value) -> str:
+        return f"{float(value):g}"
+
+
+class ExpectedCpu(types.ConfigType):
+    """``vcpus``, ``measured`` or a percent from 0 to 100."""
+
+    WORDS = ("vcpus", "measured")
+
+    def __init__(self, type_name: str = "expected instance cpu value"):
+        super().__init__(type_name=type_name)
+
+    def __call__(self, value):
+        word = str(value).strip().lower()
+        if word in self.WORDS:
+            return word
+        try:
+            percent = float(word)
+        except ValueError:
+            percent = math.nan
+        if not 0.0 <= percent <= 100.0:
+            raise ValueError(f"{value!r} is not vcpus, measured or a "
+                             "percent from 0 to 100")
+        return f"{percent:g}"
+
+    def __repr__(self) -> str:
+        return "ExpectedCpu"
+
+    def _formatter(self, value) -> str:
         return str(value)
 
 
@@ -148,11 +227,69 @@ metrics_opts = [
     ),
 ]
 
+#: Load-aware weighing (docs/operator-guide.md, "Load-aware weighing").
+load_opts = [
+    cfg.Opt(
+        "history_window", type=Duration(), default="1h",
+        help="How long each node's reports are kept for windowed "
+        "statistics (cpu.percent:mean:30m): the longest window an option "
+        "may name (config check rejects a longer one); a flavor's "
+        "resources: extra spec with a longer window gets the statistic "
+        "over what is held. About 16 bytes per report and metric per "
+        "host plus 200 per metric (at most 720 reports per metric)."),
+    cfg.Opt(
+        "instance_history_window", type=Duration(zero_is_off=True),
+        default="0",
+        help="How long each instance's instance.cpu.percent entries are "
+        "kept, so that InstanceLoadWeigher and expected_instance_cpu = "
+        "measured use each instance's mean over expected_window rather "
+        "than its newest entry. 0 (the default) keeps none: instance "
+        "entries are then decoded only when read, as before; with a "
+        "window every report's instance entries are decoded when it "
+        "arrives. 16 bytes per report and instance plus about 200 per "
+        "instance."),
+    cfg.Opt(
+        "expected_instance_cpu", type=ExpectedCpu(), default="vcpus",
+        help="How busy a placed instance is assumed to be until its host "
+        "reports it (the share of cpu.percent a pending claim adds, and "
+        "the load the load-aware weighers add for the instance being "
+        "placed): vcpus (all its vCPUs busy), a percent of its vCPUs "
+        "(e.g. 50), or measured: the mean instance.cpu.percent of the "
+        "running instances of the same flavor (same vCPUs and memory) "
+        "over expected_window, expected_fallback_percent while none is "
+        "measured."),
+    cfg.Opt("expected_window", type=Duration(), default="1h",
+            help="Window of each instance's mean instance.cpu.percent "
+            "(expected_instance_cpu = measured, InstanceLoadWeigher), "
+            "over what instance_history_window holds."),
+    cfg.Opt("expected_fallback_percent", type=Percent(), default=100.0,
+            help="Percent of its vCPUs an instance is assumed to keep "
+            "busy under expected_instance_cpu = measured while no "
+            "instance of its flavor has been measured."),
+    cfg.FloatOpt("risk_factor", default=1.0, min=0.0,
+                 help="LoadRiskWeigher: weight of the standard deviation "
+                 "in mean + risk_factor x stddev of cpu.percent."),
+    cfg.Opt("risk_window", type=Duration(), default="1h",
+            help="LoadRiskWeigher: window of the mean and stddev."),
+    cfg.FloatOpt("load_risk_weight_multiplier", default=1.0,
+                 help="Multiplier of LoadRiskWeigher."),
+    cfg.Opt("target_cpu_percent", type=Percent(), default=40.0,
+            help="TargetLoadWeigher: hosts are filled up to this "
+            "cpu.percent (windowed mean plus the new instance's "
+            "expected load), then the least loaded is preferred."),
+    cfg.Opt("target_window", type=Duration(), default="1h",
+            help="TargetLoadWeigher: window of the mean cpu.percent."),
+    cfg.FloatOpt("target_load_weight_multiplier", default=1.0,
+                 help="Multiplier of TargetLoadWeigher."),
+    cfg.FloatOpt("instance_load_weight_multiplier", default=1.0,
+                 help="Multiplier of InstanceLoadWeigher."),
+]
+
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_group(_group())
-    conf.register_opts(metrics_opts, group="metrics")
+    conf.register_opts(metrics_opts + load_opts, group="metrics")
 
 
 def list_opts() -> dict:
-    return {_group(): metrics_opts}
+    return {_group(): metrics_opts + load_opts}

@@ -24,12 +24,13 @@ _ALIASES = {
 }
 
 # Data attributes only: a flavor must not reach methods or internals.
-# Metrics are left to the resources scope, which knows about staleness
-# and pending claims.
+# Metrics and their histories are left to the resources scope, which
+# knows about staleness, windows and pending claims.
 _ATTRIBUTES = frozenset(
     {field.name for field in dataclasses.fields(HostState)}
     | {name for name, value in vars(HostState).items()
-       if isinstance(value, property)}) - {"metrics", "bad_metrics"}
+       if isinstance(value, property)}) - {
+    "metrics", "bad_metrics", "metric_history", "instance_history"}
 
 # What Nova holds as integers and this project computes as floats (the
 # allocation ratio is in them): 0.0 must read "0", as in Nova, for "s=="

@@ -4,6 +4,7 @@ import datetime
 
 import numpy as np
 
+from scheduler.conf import metric_stat
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.hosts.state import HostState
@@ -17,13 +18,15 @@ from scheduler.request.spec import RequestSpec
 def unavailable_detail(host: HostState, name: str, now: datetime.datetime,
                        max_age: float) -> str:
     """Why ``host.metric(name, ...)`` is None, for explain output."""
-    if name in host.bad_metrics:
-        return f"{name} reported but not a number"
-    metric = host.metrics.get(name)
+    # A windowed statistic (cpu.percent:p95:1h) is its metric's.
+    reported = metric_stat.base_metric(name)
+    if reported in host.bad_metrics:
+        return f"{reported} reported but not a number"
+    metric = host.metrics.get(reported)
     if metric is None:
-        return f"{name} not reported"
+        return f"{reported} not reported"
     age = (now - metric.timestamp).total_seconds()
-    return f"{name} is {age:.0f} s old, max_age {max_age:g} s"
+    return f"{reported} is {age:.0f} s old, max_age {max_age:g} s"
 
 
 class MetricsFilter(BaseHostFilter):

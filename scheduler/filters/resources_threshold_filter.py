@@ -83,6 +83,9 @@ def _rejection(host: HostState, resource: extra_specs.ResourceSpec,
                          unavailable_detail(host, resource.metric,
                                             window.now, window.max_age))
     detail = f"{resource.metric} is {_number(value)}"
+    if ":" in resource.metric:
+        # A windowed statistic: no one reported value to compare with.
+        return Rejection(str(resource), detail)
     reported = host.metrics[resource.metric].value
     if reported != value:
         detail += (f" ({_number(reported)} reported, adjusted "

@@ -126,3 +126,17 @@ def instance_metric(host: hm.HostState, instance_uuid: str, name: str,
     if cutoff is not None and metric.timestamp < cutoff:
         return None
     return metric.value
+
+
+def instance_cpu_mean(host: hm.HostState, instance_uuid: str,
+                      window: float) -> float | None:
+    """The instance's mean instance.cpu.percent over the ``window``
+    seconds before its newest report, from the host's instance history
+    (``[metrics] instance_history_window``), else its newest entry; None
+    when the host holds no claim of it or never measured it."""
+    if instance_uuid not in host.instances:
+        return None
+    mean = host.instance_history.statistic(instance_uuid, "mean", window)
+    if mean is not None:
+        return mean
+    return instance_metric(host, instance_uuid, CPU_PERCENT, None)

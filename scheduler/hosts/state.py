@@ -22,6 +22,8 @@ import msgspec
 from oslo_config import cfg
 
 from scheduler.common import clock
+from scheduler.conf import metric_stat
+from scheduler.hosts import history as history_mod
 from scheduler.request.spec import RequestSpec
 
 MIB = 1024 * 1024
@@ -83,6 +85,14 @@ class HostState:
     #: weighers.
     instance_metrics: Mapping[str, Mapping[str, Metric]] = \
         dataclasses.field(default_factory=dict)
+    #: The node's reports over the last ``[metrics] history_window``
+    #: (``scheduler.hosts.history``), read-only: what windowed
+    #: statistics (``cpu.percent:mean:1h``) are computed from.
+    metric_history: history_mod.MetricHistory = history_mod.EMPTY
+    #: Each instance's instance.cpu.percent reports by instance uuid,
+    #: over ``[metrics] instance_history_window`` (empty when 0);
+    #: read through ``scheduler.hosts.instance_metrics``. Read-only.
+    instance_history: history_mod.MetricHistory = history_mod.EMPTY
     disabled: bool = False
     disabled_reason: str | None = None
     updated_at: datetime.datetime | None = None
@@ -92,6 +102,14 @@ class HostState:
     instances: set[str] = dataclasses.field(default_factory=set)
     #: Server groups with at least one instance on this host.
     instance_groups: set[str] = dataclasses.field(default_factory=set)
+    #: The flavor key (vCPUs, MiB) of each claimed instance, from its
+    #: claim: what ``[metrics] expected_instance_cpu = measured`` groups
+    #: instances by (claims carry no flavor name). Read-only.
+    instance_flavors: Mapping[str, tuple[int, int]] = \
+        dataclasses.field(default_factory=dict)
+    #: Share of a pending claim's vCPUs assumed busy until the next
+    #: report (``[metrics] expected_instance_cpu``; 1.0: all of them).
+    pending_cpu_fraction: float = 1.0
 
     @property
     def free_vcpus(self) -> float:
@@ -137,13 +155,41 @@ class HostState:
         """
         metric = self.metrics.get(name)
         if metric is None:
-            return None
+            # No reported name holds a colon: a windowed statistic.
+            return self._statistic(name, cutoff) if ":" in name else None
         if cutoff is not None and metric.timestamp < cutoff:
             return None
         # Most hosts have no pending claims: spare them the call.
         if self.memory_mb_pending or self.vcpus_pending:
             return self._with_pending(name, metric.value)
         return metric.value
+
+    def _statistic(self, name: str,
+                   cutoff: datetime.datetime | None) -> float | None:
+        """``metric_since`` of ``<metric>:<stat>:<window>``: the
+        statistic over the held reports of a metric whose newest report
+        is fresh, with pending claims added as to the value itself (not
+        to a standard deviation, which a constant does not move)."""
+        try:
+            wanted = metric_stat.parse(name)
+        except ValueError:
+            # Rejected by config check and request parsing: unavailable.
+            return None
+        metric = self.metrics.get(wanted.metric)
+        if metric is None or (cutoff is not None
+                              and metric.timestamp < cutoff):
+            return None
+        value = None
+        if wanted.stat != metric_stat.LAST:
+            value = self.metric_history.statistic(
+                wanted.metric, wanted.stat, wanted.window)
+        if value is None:
+            # No history held (a state built by hand): the report only.
+            value = (0.0 if wanted.stat == metric_stat.STDDEV
+                     else metric.value)
+        if wanted.stat == metric_stat.STDDEV:
+            return value
+        return self._with_pending(wanted.metric, value)
 
     def _with_pending(self, name: str, value: float) -> float:
         if not (self.memory_mb_pending or self.vcpus_pending):
@@ -159,9 +205,10 @@ class HostState:
                 return value
             return min(value + 100.0 * pending_bytes / total.value, 100.0)
         if name == "cpu.percent" and self.vcpus > 0:
-            # A new instance may keep its vCPUs busy; assume it does.
-            return min(value + 100.0 * self.vcpus_pending / self.vcpus,
-                       100.0)
+            # A new instance may keep its vCPUs busy: as busy as
+            # [metrics] expected_instance_cpu assumes.
+            busy = self.vcpus_pending * self.pending_cpu_fraction
+            return min(value + 100.0 * busy / self.vcpus, 100.0)
         return value
 
     def consume(self, vcpus: int, memory_mb: int, disk_gb: int,

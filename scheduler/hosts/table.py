@@ -275,8 +275,11 @@ def metric_value(name: str) -> Callable[["HostState"], float]:
 def metric_epoch(name: str) -> Callable[["HostState"], float]:
     """A column function: when the metric was measured (``epoch()``),
     NaN if missing."""
+    # A windowed statistic is as fresh as its metric's newest report.
+    reported = name.partition(":")[0]
+
     def value(host: "HostState") -> float:
-        metric = host.metrics.get(name)
+        metric = host.metrics.get(reported)
         return np.nan if metric is None else epoch(metric.timestamp)
     return value
 

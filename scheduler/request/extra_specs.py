@@ -26,7 +26,7 @@ import math
 import operator
 import re
 
-from compute_monitor.base import METRIC_NAME_RE
+from scheduler.conf import metric_stat
 from scheduler.exception import InvalidRequest
 
 #: Multipliers of the quantity suffixes, by lower-case suffix.
@@ -161,11 +161,14 @@ def parse_resource_spec(key: str, value: str,
     if not key.startswith(prefix):
         raise InvalidExtraSpec(key, value, f"a key starting with {prefix}")
     metric = key[len(prefix):]
-    if not METRIC_NAME_RE.match(metric):
+    try:
+        metric_stat.parse(metric)
+    except ValueError as e:
         raise InvalidExtraSpec(
             key, value,
             f"a dotted lower-case metric name after {prefix}, e.g. "
-            f"{prefix}network.rx.bps")
+            f"{prefix}network.rx.bps or {prefix}cpu.percent:p95:1h "
+            f"({e})") from None
     raw = str(value)
     word = raw.strip().lower()
     if word in GOALS:

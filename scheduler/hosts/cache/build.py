@@ -25,22 +25,25 @@ def build_state(row: NodeRow,
                 allocations: Sequence[AllocationRow],
                 decoded: decode.Decoded,
                 ratios: tuple[float, float, float],
-                same_claims: HostState | None = None) -> HostState:
+                same_claims: HostState | None = None,
+                pending_cpu_fraction: float = 1.0) -> HostState:
     """The host state of ``row`` holding ``allocations``.
 
     ``same_claims``: the cached state of the row, built from these very
     allocations (a report was the only change): its sums and sets are
     taken over, and only which claims are pending is worked out again.
+    ``pending_cpu_fraction``: ``HostState.pending_cpu_fraction``.
     """
     reported = row.metrics_updated_at
     if same_claims is not None:
         # Cached states are never changed, only replaced: shared.
-        vcpus, memory_mb, disk_gb, instances, groups = (
+        vcpus, memory_mb, disk_gb, instances, groups, flavors = (
             same_claims.vcpus_claimed, same_claims.memory_mb_claimed,
             same_claims.disk_gb_claimed, same_claims.instances,
-            same_claims.instance_groups)
+            same_claims.instance_groups, same_claims.instance_flavors)
     else:
-        vcpus, memory_mb, disk_gb, instances, groups = _held(allocations)
+        vcpus, memory_mb, disk_gb, instances, groups, flavors = _held(
+            allocations)
     claims_pending, vcpus_pending, memory_mb_pending = _pending(
         allocations, reported)
     cpu_ratio, ram_ratio, disk_ratio = ratios
@@ -65,28 +68,35 @@ def build_state(row: NodeRow,
         "cpu_info": decoded.cpu_info, "networks": decoded.networks,
         "metrics": decoded.metrics, "bad_metrics": decoded.bad_metrics,
         "instance_metrics": decoded.instance_metrics,
+        "metric_history": decoded.history,
+        "instance_history": decoded.instance_history,
         "disabled": bool(row.disabled),
         "disabled_reason": row.disabled_reason,
         "updated_at": row.updated_at, "metrics_updated_at": reported,
         "generation": row.generation, "changed_at": row.changed_at,
-        "instances": instances, "instance_groups": groups}
+        "instances": instances, "instance_groups": groups,
+        "instance_flavors": flavors,
+        "pending_cpu_fraction": pending_cpu_fraction}
     return state
 
 
 def _held(allocations: Sequence[AllocationRow]
-          ) -> tuple[int, int, int, set[str], set[str]]:
-    """vCPUs, MiB and GB the claims hold, their instances and groups."""
+          ) -> tuple[int, int, int, set[str], set[str],
+                     dict[str, tuple[int, int]]]:
+    """vCPUs, MiB and GB the claims hold, their instances, groups and
+    the flavor key (vCPUs, MiB) of each instance."""
     vcpus = memory_mb = disk_gb = 0
-    instances: set[str] = set()
     groups: set[str] = set()
+    flavors: dict[str, tuple[int, int]] = {}
     for allocation in allocations:
         vcpus += allocation.vcpus
         memory_mb += allocation.memory_mb
         disk_gb += allocation.disk_gb
-        instances.add(allocation.instance_uuid)
+        flavors[allocation.instance_uuid] = (allocation.vcpus,
+                                             allocation.memory_mb)
         if allocation.instance_group:
             groups.add(allocation.instance_group)
-    return vcpus, memory_mb, disk_gb, instances, groups
+    return vcpus, memory_mb, disk_gb, set(flavors), groups, flavors
 
 
 def _pending(allocations: Sequence[AllocationRow],

@@ -14,6 +14,7 @@ from oslo_log import log as logging
 
 from scheduler.common.abridge import short
 from scheduler.db.host_queries import NodeRow
+from scheduler.hosts import history as history_mod
 from scheduler.hosts import instance_metrics as instance_metrics_mod
 from scheduler.hosts.metric_entries import cached_timestamp
 from scheduler.hosts.metric_entries import reading
@@ -37,6 +38,11 @@ class Decoded(NamedTuple):
     networks: frozenset[str]
     #: What was wrong with ``cpu_info`` and ``networks``.
     column_problems: tuple[str, ...] = ()
+    #: The node's reports up to this one (``[metrics] history_window``).
+    history: history_mod.MetricHistory = history_mod.EMPTY
+    #: instance.cpu.percent by instance uuid, up to this report
+    #: (``[metrics] instance_history_window``; empty when 0).
+    instance_history: history_mod.MetricHistory = history_mod.EMPTY
 
 
 def load_json(text: str, column: str, problems: list[str]) -> object:
@@ -185,13 +191,32 @@ def decode_networks(text: str, problems: list[str]) -> frozenset[str]:
     return frozenset(names)
 
 
-def decode(row: NodeRow, previous: Decoded | None = None) -> Decoded:
+def _instance_history(previous: Decoded | None,
+                      instances: Mapping[str, Mapping[str, Metric]],
+                      window: float) -> history_mod.MetricHistory:
+    """The instances' instance.cpu.percent history with this report's
+    added; instances the report no longer measures are dropped."""
+    if window <= 0:
+        return history_mod.EMPTY
+    cpu = instance_metrics_mod.CPU_PERCENT
+    readings = {uuid: metrics[cpu] for uuid, metrics in instances.items()
+                if cpu in metrics}
+    held = (previous.instance_history if previous is not None
+            else history_mod.EMPTY)
+    return held.appended(readings, window)
+
+
+def decode(row: NodeRow, previous: Decoded | None = None,
+           history_window: float = 0.0,
+           instance_window: float = 0.0) -> Decoded:
     """Decode the JSON columns; what is malformed is left out and logged.
 
     Only rows that changed are decoded, so the warning appears once per
     change of a bad row rather than once per scheduling request.
     ``previous``: the row's last decoding, whose ``cpu_info`` and
-    ``networks`` are kept when their text did not change.
+    ``networks`` are kept when their text did not change, and whose
+    report history this report is added to (``history_window`` seconds
+    of it kept, and ``instance_window`` of its instances' when not 0).
     """
     problems: list[str] = []
     metrics = well_formed_metrics(row.metrics)
@@ -216,13 +241,17 @@ def decode(row: NodeRow, previous: Decoded | None = None) -> Decoded:
         networks = decode_networks(row.networks, found)
         column_problems = tuple(found)
     problems.extend(column_problems)
+    instances = instance_metrics_mod.OnFirstUse(entries,
+                                                row.hypervisor_hostname)
     decoded = Decoded(
         text=(row.metrics, row.cpu_info, row.networks),
         metrics=metrics, bad_metrics=bad_metrics,
-        instance_metrics=instance_metrics_mod.OnFirstUse(
-            entries, row.hypervisor_hostname),
-        cpu_info=cpu_info, networks=networks,
-        column_problems=column_problems)
+        instance_metrics=instances, cpu_info=cpu_info, networks=networks,
+        column_problems=column_problems,
+        history=(previous.history if previous is not None
+                 else history_mod.EMPTY).appended(metrics, history_window),
+        instance_history=_instance_history(previous, instances,
+                                           instance_window))
     if problems:
         LOG.warning("Compute node %s (host %s, id %s) reports malformed "
                     "data; it is scheduled on for what remains: %s",

@@ -255,7 +255,9 @@ class HostManager(RefreshReads):
             allocations = (*allocations, AllocationRow(
                 claim.node_id, claim.instance_uuid, claim.vcpus,
                 claim.memory_mb, claim.disk_gb, claim.group, changed_at))
-            entry = Entry(build_state(row, allocations, entry.decoded, ratios),
+            entry = Entry(build_state(
+                row, allocations, entry.decoded, ratios,
+                pending_cpu_fraction=entry.state.pending_cpu_fraction),
                            entry.decoded, (row, allocations, ratios))
             # As a refresh that read only this node would; the watermark
             # stays, so that the next refresh reads what changed since.

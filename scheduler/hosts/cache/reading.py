@@ -25,6 +25,7 @@ from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.build import claims_by_node
+from scheduler.hosts.expected_load import pending_cpu_fraction
 from scheduler.hosts.table import epoch
 
 LOG = logging.getLogger(__name__)
@@ -275,12 +276,16 @@ class RefreshReads:
                 continue
             decoded = self._reusable(old, row)
             if decoded is None:
-                decoded = decode.decode(row, previous and previous.decoded)
+                decoded = decode.decode(
+                    row, previous and previous.decoded,
+                    self.conf.metrics.history_window,
+                    self.conf.metrics.instance_history_window)
                 decoded_rows += 1
             same_claims = (previous.state if kept_claims and previous
                            and row.id in kept_claims else None)
             entries[row.id] = Entry(
-                build_state(row, claims, decoded, ratios, same_claims),
+                build_state(row, claims, decoded, ratios, same_claims,
+                            pending_cpu_fraction(self.conf)),
                 decoded, source)
         return entries, decoded_rows
 

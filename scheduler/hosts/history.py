@@ -1,0 +1,161 @@
+"""A node's report history: the values of its numeric metrics by report
+time, over the last ``[metrics] history_window`` (plugin API, read-only).
+
+The host cache appends a node's metrics when a decoded report carries a
+newer timestamp for them (``appended``), and hands the result to the
+node's next ``HostState`` as ``metric_history``. A history is never
+changed, only replaced: host states built from older reports keep
+theirs. Each metric's reports are one ``array('d')`` of timestamps
+(seconds since 1970) and values, interleaved: 16 bytes per report and
+metric plus about 200 bytes per metric (docs/operator-guide.md,
+"Load-aware weighing").
+"""
+
+import bisect
+import datetime
+import math
+from array import array
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from scheduler.conf import metric_stat
+from scheduler.hosts.table import epoch
+
+#: Reports held per metric whatever the window: a node reporting every
+#: second must not hold 3,600 per hour of window.
+MAX_REPORTS = 720
+
+
+class _Reading(Protocol):
+    value: float
+    timestamp: datetime.datetime
+
+
+def _statistic(stat: str, values: Sequence[float]) -> float:
+    """``stat`` of a non-empty run of values. Plain Python: a window
+    holds tens of reports, where NumPy's per-call cost (a p95 took 100
+    µs) would dominate a host's refresh."""
+    count = len(values)
+    if stat == "max":
+        return max(values)
+    if stat == "mean":
+        return math.fsum(values) / count
+    if stat == metric_stat.STDDEV:
+        mean = math.fsum(values) / count
+        return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / count)
+    if stat == "p95":
+        # Linear interpolation between the closest ranks, as
+        # numpy.percentile does by default.
+        ordered = sorted(values)
+        rank = 0.95 * (count - 1)
+        low = int(rank)
+        high = min(low + 1, count - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    return values[-1]
+
+
+def _start(pairs: array, after: float) -> int:
+    """The index in ``pairs`` (time, value, time, value, ...) of the
+    first report newer than ``after``."""
+    return 2 * bisect.bisect_right(memoryview(pairs)[0::2], after)
+
+
+class MetricHistory:
+    """The held reports of one node's metrics, by metric name."""
+
+    __slots__ = ("_series", "_memo")
+
+    def __init__(self, series: Mapping[str, array] | None = None):
+        # One array per metric, times and values interleaved: a second
+        # array and a tuple per metric cost more than the values of an
+        # hour of reports.
+        self._series: dict[str, array] = dict(series or {})
+        # Statistics by (metric, stat, window): every host version is
+        # asked for the same few, by several requests. A race computes
+        # one twice, harmlessly.
+        self._memo: dict[tuple[str, str, float], float | None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._series)
+
+    def __eq__(self, other: object) -> bool:
+        # By value: a refresh rebuilding a state from the same reports
+        # holds an equal history.
+        if not isinstance(other, MetricHistory):
+            return NotImplemented
+        return self._series == other._series
+
+    def __hash__(self) -> int:
+        return hash(tuple((name, len(pairs)) for name, pairs in
+                          sorted(self._series.items())))
+
+    def names(self) -> list[str]:
+        return sorted(self._series)
+
+    def reports(self, name: str) -> int:
+        """How many reports of ``name`` are held."""
+        return len(self._series.get(name, ())) // 2
+
+    def series(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(timestamps as ``table.epoch()`` seconds, values), oldest
+        first, as read-only arrays; None when nothing is held."""
+        found = self._series.get(name)
+        if found is None:
+            return None
+        pairs = np.frombuffer(found, dtype=float)
+        pairs.flags.writeable = False
+        return pairs[0::2], pairs[1::2]
+
+    def statistic(self, name: str, stat: str,
+                  window: float) -> float | None:
+        """``stat`` of the reports of ``name`` newer than ``window``
+        seconds before its newest one (all held ones if fewer); None
+        when none is held."""
+        key = (name, stat, window)
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        elif key in memo:
+            return memo[key]
+        pairs = self._series.get(name)
+        value = None
+        if pairs is not None:
+            start = _start(pairs, pairs[-2] - window)
+            value = _statistic(stat, pairs[start + 1::2])
+        memo[key] = value
+        return value
+
+    def appended(self, metrics: Mapping[str, _Reading],
+                 window: float) -> "MetricHistory":
+        """This history with ``metrics`` (one report) added where they are
+        newer than what is held, reports older than ``window`` seconds
+        before the newest dropped; metrics the report no longer carries
+        are dropped. A window of 0 keeps the newest report only."""
+        series: dict[str, array] = {}
+        for name, metric in metrics.items():
+            when = epoch(metric.timestamp)
+            held = self._series.get(name)
+            if held is None:
+                series[name] = array("d", (when, float(metric.value)))
+                continue
+            if when <= held[-2]:
+                series[name] = held
+                continue
+            start = max(_start(held, when - window),
+                        len(held) + 2 - 2 * MAX_REPORTS)
+            pairs = held[start:]
+            pairs.extend((when, float(metric.value)))
+            series[name] = pairs
+        return MetricHistory(series)
+
+    def nbytes(self) -> int:
+        """Bytes the held values take (not counting Python overhead)."""
+        return sum(pairs.itemsize * len(pairs)
+                   for pairs in self._series.values())
+
+
+#: The history of a node never reported.
+EMPTY = MetricHistory()

@@ -1,0 +1,110 @@
+"""The host cache keeps each node's report history across refreshes."""
+
+import datetime
+import json
+
+import pytest
+
+from scheduler.db import models
+from scheduler.hosts import instance_metrics
+from tests.unit.hosts.cache.test_manager import NODES
+from tests.unit.hosts.cache.test_manager import add_node
+from tests.unit.hosts.cache.test_manager import claim
+from tests.unit.hosts.cache.test_manager import report
+from tests.unit.hosts.cache.test_manager import update_node
+from tests.unit.weights.loads import clear_metrics_overrides
+
+MINUTE = datetime.timedelta(minutes=1)
+
+
+@pytest.fixture(autouse=True)
+def _clear_overrides(conf):
+    yield
+    clear_metrics_overrides(conf)
+
+
+def test_reports_accumulate_within_the_window(conf, engine, manager):
+    conf.set_override("history_window", 180.0, "metrics")
+    start = models.utcnow() - 10 * MINUTE
+    node = add_node(engine, "a", when=start)
+    manager.host_states()
+    for minute, value in enumerate([20.0, 40.0, 60.0, 80.0], start=1):
+        report(engine, node, start + minute * MINUTE, cpu_percent=value)
+        host = manager.host_states()[0]
+    # The report of the start (10) and the first (20) left the window.
+    assert host.metric_history.reports("cpu.percent") == 3
+    assert host.metric_since("cpu.percent:mean:1h", None) == 60.0
+    assert host.metric_since("cpu.percent:max:1h", None) == 80.0
+    assert host.metric_since("cpu.percent:mean:90s", None) == 70.0
+
+
+def test_a_claim_keeps_the_history_and_adds_its_pending_share(
+        conf, engine, manager):
+    start = models.utcnow() - 10 * MINUTE
+    node = add_node(engine, "a", when=start)
+    manager.host_states()
+    report(engine, node, start + MINUTE, cpu_percent=30.0)
+    manager.host_states()
+    claim(engine, node, vcpus=2, when=start + 2 * MINUTE)
+    host = manager.host_states()[0]
+    assert host.metric_history.reports("cpu.percent") == 2
+    # mean(10, 30) + 2 of 8 vCPUs busy.
+    assert host.metric_since("cpu.percent:mean:1h", None) == 45.0
+
+
+def test_expected_instance_cpu_sets_the_pending_share(conf, engine,
+                                                      manager):
+    conf.set_override("expected_instance_cpu", "50", "metrics")
+    start = models.utcnow() - 10 * MINUTE
+    node = add_node(engine, "a", when=start)
+    claim(engine, node, vcpus=4, when=start + MINUTE)
+    host = manager.host_states()[0]
+    assert host.pending_cpu_fraction == 0.5
+    assert host.metric_since("cpu.percent", None) == pytest.approx(35.0)
+    assert host.instance_flavors == {next(iter(host.instances)): (4, 512)}
+
+
+def instance_report(engine, node: int, when: datetime.datetime,
+                    loads: dict[str, float]) -> None:
+    """A report of cpu.percent and each instance's instance.cpu.percent."""
+    stamp = when.isoformat(timespec="microseconds") + "Z"
+    entries = [{"name": "cpu.percent", "value": 50.0, "timestamp": stamp}]
+    entries += [{"name": "instance.cpu.percent", "instance": uuid,
+                 "value": value, "timestamp": stamp}
+                for uuid, value in loads.items()]
+    update_node(engine, node, metrics=json.dumps(entries),
+                metrics_updated_at=when, updated_at=when, changed_at=when,
+                generation=NODES.c.generation + 1)
+
+
+def test_instance_history_is_kept_when_its_window_is_set(conf, engine,
+                                                         manager):
+    conf.set_override("instance_history_window", 3600.0, "metrics")
+    start = models.utcnow() - 10 * MINUTE
+    node = add_node(engine, "a", when=start)
+    kept = claim(engine, node, vcpus=2, when=start)
+    gone = claim(engine, node, vcpus=2, when=start)
+    manager.host_states()
+    instance_report(engine, node, start + MINUTE, {kept: 20.0, gone: 90.0})
+    manager.host_states()
+    instance_report(engine, node, start + 2 * MINUTE, {kept: 40.0})
+    host = manager.host_states()[0]
+    assert host.instance_history.reports(kept) == 2
+    # An instance no longer reported leaves the history.
+    assert host.instance_history.reports(gone) == 0
+    assert instance_metrics.instance_cpu_mean(host, kept, 3600.0) == 30.0
+    assert instance_metrics.instance_cpu_mean(host, kept, 60.0) == 40.0
+
+
+def test_without_an_instance_window_the_newest_entry_is_used(
+        conf, engine, manager):
+    start = models.utcnow() - 10 * MINUTE
+    node = add_node(engine, "a", when=start)
+    kept = claim(engine, node, vcpus=2, when=start)
+    manager.host_states()
+    instance_report(engine, node, start + MINUTE, {kept: 20.0})
+    manager.host_states()
+    instance_report(engine, node, start + 2 * MINUTE, {kept: 40.0})
+    host = manager.host_states()[0]
+    assert len(host.instance_history) == 0
+    assert instance_metrics.instance_cpu_mean(host, kept, 3600.0) == 40.0
