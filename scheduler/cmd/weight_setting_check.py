@@ -108,29 +108,36 @@ WINDOW_OPTIONS = (("risk_window", "LoadRiskWeigher"),
 
 def window_problems(conf: cfg.ConfigOpts
                     ) -> Iterator[exception.ConfigError]:
-    """A window longer than ``[metrics] history_window``, the reports the
-    scheduler keeps: the statistic would silently cover less."""
-    held = conf.metrics.history_window
+    """A window longer than the reports the scheduler keeps (``[metrics]
+    history_window`` for a node's metrics, ``instance_history_window``
+    for its instances'): the statistic would silently cover less."""
+    metrics = conf.metrics
     # Only the windows something reads: a shorter history is no problem
     # for a weigher nobody enabled.
-    windows = [(option, getattr(conf.metrics, option), option)
+    windows = [(option, getattr(metrics, option), option, "history_window")
                for option, weigher in WINDOW_OPTIONS
                if _weigher_users(conf, weigher)]
-    if conf.metrics.expected_instance_cpu == "measured":
-        windows.append(("expected_window", conf.metrics.expected_window,
-                        "expected_window"))
-    windows += [("weight_setting", metric_stat.parse(name).window, name)
-                for name, _ in conf.metrics.weight_setting]
-    for option, window, value in windows:
+    # Without an instance history an instance counts at its newest
+    # entry, whatever the window.
+    if metrics.instance_history_window and (
+            metrics.expected_instance_cpu == "measured"
+            or _weigher_users(conf, "InstanceLoadWeigher")):
+        windows.append(("expected_window", metrics.expected_window,
+                        "expected_window", "instance_history_window"))
+    windows += [("weight_setting", metric_stat.parse(name).window, name,
+                 "history_window")
+                for name, _ in metrics.weight_setting]
+    for option, window, value, holder in windows:
+        held = getattr(metrics, holder)
         if window > held:
             shown = value if option == "weight_setting" else \
                 metric_stat.format_duration(window)
             yield exception.ConfigError(
                 "metrics", option, shown,
                 f"a window of {metric_stat.format_duration(window)}, "
-                "longer than [metrics] history_window = "
+                f"longer than [metrics] {holder} = "
                 f"{metric_stat.format_duration(held)}: raise "
-                "history_window or shorten the window")
+                f"{holder} or shorten the window")
 
 
 def validate_windows(conf: cfg.ConfigOpts) -> None:

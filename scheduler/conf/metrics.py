@@ -281,6 +281,11 @@ load_opts = [
             help="TargetLoadWeigher: window of the mean cpu.percent."),
     cfg.FloatOpt("target_load_weight_multiplier", default=1.0,
                  help="Multiplier of TargetLoadWeigher."),
+    cfg.FloatOpt("instance_load_risk_factor", default=1.0, min=0.0,
+                 help="InstanceLoadWeigher: weight of the spread in "
+                 "sum(mean) + instance_load_risk_factor x "
+                 "sqrt(sum(stddev^2)) of the instances' busy vCPUs over "
+                 "expected_window; 0 weighs the means alone."),
     cfg.FloatOpt("instance_load_weight_multiplier", default=1.0,
                  help="Multiplier of InstanceLoadWeigher."),
 ]

@@ -50,7 +50,7 @@ def test_a_window_longer_than_the_history_is_named_with_it(load):
         "LoadRiskWeigher\n"
         "[database]\nconnection = sqlite:////nonexistent/x.sqlite\n"
         "[metrics]\nhistory_window = 30m\nrisk_window = 2h\n"
-        "expected_instance_cpu = measured\n"
+        "expected_instance_cpu = measured\ninstance_history_window = 30m\n"
         "weight_setting = cpu.percent:mean:1h=-1\n"), [])
     # target_window (1h) is read by no enabled weigher: not named.
     assert lines == [
@@ -58,12 +58,23 @@ def test_a_window_longer_than_the_history_is_named_with_it(load):
         "[metrics] history_window = 30m: raise history_window or shorten "
         "the window",
         "[metrics] expected_window: value '1h': a window of 1h, longer "
-        "than [metrics] history_window = 30m: raise history_window or "
-        "shorten the window",
+        "than [metrics] instance_history_window = 30m: raise "
+        "instance_history_window or shorten the window",
         "[metrics] weight_setting: value 'cpu.percent:mean:1h': a window "
         "of 1h, longer than [metrics] history_window = 30m: raise "
         "history_window or shorten the window",
     ]
+
+
+def test_expected_window_is_held_by_the_instance_history(load):
+    # A long instance history covers a window the node history does not;
+    # without one, instances count at their newest entry: no problem.
+    for held in ("6h", "0"):
+        assert config_check.problems(load(
+            "[filter_scheduler]\nweight_classes = InstanceLoadWeigher\n"
+            "[database]\nconnection = sqlite:////nonexistent/x.sqlite\n"
+            "[metrics]\nhistory_window = 30m\nexpected_window = 6h\n"
+            f"instance_history_window = {held}\n"), []) == []
 
 
 @pytest.mark.parametrize("option, value", [

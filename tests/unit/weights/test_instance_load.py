@@ -70,16 +70,39 @@ def test_expected_load_measured_from_the_same_flavor(conf):
         first, spec(memory_mb=4096)) == pytest.approx(-(5.0 + 25.0))
 
 
-def test_an_instances_mean_over_expected_window_is_used(conf):
-    host = with_instances("h", {"a": 80.0})
+def _held(values: list[float]) -> history.MetricHistory:
+    """Instance "a"'s instance.cpu.percent, one report a minute."""
     held = history.EMPTY
-    for minute, value in enumerate([20.0, 50.0, 80.0]):
+    for minute, value in enumerate(values):
         held = held.appended({"a": Metric(
             value, NOW + minute * datetime.timedelta(minutes=1))}, 3600.0)
-    host.instance_history = held
+    return held
+
+
+def test_an_instances_mean_over_expected_window_is_used(conf):
+    conf.set_override("instance_load_risk_factor", 0.0, "metrics")
+    host = with_instances("h", {"a": 80.0})
+    host.instance_history = _held([20.0, 50.0, 80.0])
     # 2 vCPUs at a 50 % mean: 1 of 8 busy, plus the new 2 of 8.
     assert InstanceLoadWeigher(conf).raw_weight(host, spec()) == \
         pytest.approx(-(12.5 + 25.0))
     conf.set_override("expected_window", 60.0, "metrics")
     assert InstanceLoadWeigher(conf).raw_weight(host, spec()) == \
         pytest.approx(-(20.0 + 25.0))
+
+
+def test_a_wandering_instance_counts_its_spread_times_the_risk_factor(conf):
+    steady = with_instances("steady", {"a": 50.0})
+    steady.instance_history = _held([50.0, 50.0, 50.0, 50.0])
+    wandering = with_instances("wandering", {"a": 50.0})
+    wandering.instance_history = _held([0.0, 100.0, 0.0, 100.0])
+    # Same mean (1 of 8 vCPUs); the wandering one's stddev is 50 % of 2
+    # vCPUs: one more busy vCPU per risk factor.
+    conf.set_override("instance_load_risk_factor", 2.0, "metrics")
+    weights = InstanceLoadWeigher(conf).raw_weights([steady, wandering],
+                                                    spec())
+    assert weights == pytest.approx([-(12.5 + 25.0),
+                                     -(12.5 + 25.0 + 2 * 12.5)])
+    conf.set_override("instance_load_risk_factor", 0.0, "metrics")
+    assert InstanceLoadWeigher(conf).raw_weights(
+        [steady, wandering], spec()) == pytest.approx([-37.5, -37.5])
