@@ -9,10 +9,12 @@ percent; pooled is the sum over draws against the baseline's sum, with
 the range of the per-draw percentages and the draws won (fewer hot
 minutes than the baseline); with ``--oracle``, the share of the oracle's
 gain over the baseline each configuration takes (pooled: of the summed
-gains). Progress on stderr.
+gains). ``--jobs N`` runs N draws at a time, each in a process of its
+own. Progress on stderr.
 """
 
 import argparse
+import concurrent.futures
 import json
 import logging
 import os
@@ -37,12 +39,18 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--readings-draws", nargs="+", metavar="DIR")
     source.add_argument("--planetlab", metavar="FILE",
                         help="planetlab-cpu.csv.gz: make --draws draws")
+    parser.add_argument("--names", metavar="DIR",
+                        help="with --planetlab: a checkout of the original "
+                        "traces, so that each VM is one machine throughout "
+                        "(tools/planetlab_workload.py --names)")
     parser.add_argument("--draws", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--configs", nargs="+", metavar="FILE.conf",
                         help="configuration files, the first the baseline "
                         "(default: nova-default, cpu-minmax)")
     parser.add_argument("--oracle", action="store_true")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="draws run at once, each in its own process")
     parser.add_argument("--duration", type=float)
     parser.add_argument("--json", metavar="FILE")
     parser.add_argument("--plot", metavar="FILE.png")
@@ -53,10 +61,13 @@ def _make_draws(args, directory: str) -> list[str]:
     import planetlab_workload as pw
 
     days, rows = pw.read_dataset(args.planetlab)
+    names = pw.read_names(args.names, days) if args.names else None
     paths = []
     for draw in range(args.draws):
         rng = np.random.default_rng([args.seed, draw])
-        series = pw.draw_series(days, rows, draw, args.seed, 500, 3)
+        series = (pw.draw_machines(days, rows, names, draw, args.seed, 500, 3)
+                  if names else
+                  pw.draw_series(days, rows, draw, args.seed, 500, 3))
         created = rng.integers(0, pw.SLOTS_PER_DAY, 500) * pw.SLOT
         cores, memory = pw.sizes(rng, 500)
         path = os.path.join(directory, f"draw-{draw}")
@@ -65,21 +76,24 @@ def _make_draws(args, directory: str) -> list[str]:
     return paths
 
 
-def _configs(args, directory: str, builtin: dict) -> list:
+def _configs(args, directory: str, builtin: dict) -> list[str]:
+    """The configuration files to run, the baseline first."""
     if args.configs:
-        return [(os.path.splitext(os.path.basename(path))[0],
-                 simulate.load_config(path)) for path in args.configs]
-    configs = []
+        return list(args.configs)
+    paths = []
     for name in DEFAULT_CONFIGS:
         path = os.path.join(directory, f"{name}.conf")
         with open(path, "w") as stream:
             stream.write(builtin[name])
-        configs.append((name, simulate.load_config(path)))
-    return configs
+        paths.append(path)
+    return paths
 
 
-def run_draw(path: str, configs: list, args) -> list[dict]:
+def run_draw(path: str, config_files: list[str], args) -> list[dict]:
     """The runs of every configuration (and the oracle) on one draw."""
+    logging.getLogger("scheduler").setLevel(logging.WARNING)
+    configs = [(os.path.splitext(os.path.basename(name))[0],
+                simulate.load_config(name)) for name in config_files]
     workload = trace.read_vmtable(os.path.join(path, "vmtable.csv"))
     duration = args.duration or float(workload.deleted.max())
     settings = runner.Settings(
@@ -167,6 +181,38 @@ def _plot(path: str, summary: dict) -> None:
     plt.close(figure)
 
 
+def _run_draws(paths: list[str], configs: list[str], args
+               ) -> list[list[dict]]:
+    """Every draw's runs, in the order of ``paths``; ``args.jobs`` at a
+    time (spawned processes: each run opens databases of its own)."""
+    draws: dict[str, list[dict]] = {}
+    context = __import__("multiprocessing").get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+            max_workers=max(args.jobs, 1), mp_context=context) as pool:
+        running = {pool.submit(run_draw, path, configs, args): path
+                   for path in paths}
+        for done in concurrent.futures.as_completed(running):
+            path = running[done]
+            draws[path] = runs = done.result()
+            print(f"draw {len(draws)}/{len(paths)} done: {path}",
+                  file=sys.stderr)
+            _print_draw(os.path.basename(os.path.normpath(path)), runs)
+    return [draws[path] for path in paths]
+
+
+def _print_draw(name: str, runs: list[dict]) -> None:
+    base = runs[0]["hot_host_minutes"]
+    for run in runs:
+        print(f"draw={name} config={run['config']} "
+              f"hot_host_minutes={run['hot_host_minutes']:g} "
+              f"vs_baseline="
+              f"{_fmt(_percent(run['hot_host_minutes'], base))} "
+              f"overload_core_minutes={run['overload_core_minutes']:g} "
+              f"rejected={run['rejected']} migrations={run['migrations']} "
+              f"hosts_used_peak={run['hosts_used_peak']} "
+              f"wall_s={run['wall_seconds']:.1f}", flush=True)
+
+
 def main(argv: list[str], builtin: dict) -> int:
     args = _parser().parse_args(argv)
     logging.getLogger("scheduler").setLevel(logging.WARNING)
@@ -175,22 +221,7 @@ def main(argv: list[str], builtin: dict) -> int:
         paths = (args.readings_draws if args.readings_draws
                  else _make_draws(args, directory))
         configs = _configs(args, directory, builtin)
-        draws = []
-        for number, path in enumerate(paths):
-            print(f"draw {number + 1}/{len(paths)}: {path}", file=sys.stderr)
-            runs = run_draw(path, configs, args)
-            base = runs[0]["hot_host_minutes"]
-            for run in runs:
-                print(f"draw={number} config={run['config']} "
-                      f"hot_host_minutes={run['hot_host_minutes']:g} "
-                      f"vs_baseline="
-                      f"{_fmt(_percent(run['hot_host_minutes'], base))} "
-                      f"overload_core_minutes="
-                      f"{run['overload_core_minutes']:g} "
-                      f"rejected={run['rejected']} "
-                      f"migrations={run['migrations']} "
-                      f"wall_s={run['wall_seconds']:.1f}", flush=True)
-            draws.append(runs)
+        draws = _run_draws(paths, configs, args)
     summary = summarise(draws)
     _print(summary, len(draws))
     if args.json:
