@@ -90,17 +90,17 @@ def test_persistent_heat_moves_the_cheapest_sufficient_instance():
                4: series([65] * 12 + [30])}
     found = proposals(steady(), hosts, samples)
     # "small" (12.5 %) brings 90.4 under 80; "big" does too but is
-    # heavier; "idle" (5 %) does not. host-2 stays under 80 - 10 with
-    # either; host-3 (60 + 12.5) and host-4 (62.3 + 12.5) would not.
-    assert found[0] == (1, "small", [2])
-    assert [uuid for _, uuid, _ in found] == ["small", "big", "idle"]
+    # heavier; "idle" (5 %) does not, and is not offered. host-2 stays
+    # under 80 - 10 with either; host-3 (60 + 12.5) and host-4
+    # (62.3 + 12.5) would not.
+    assert found == [(1, "small", [2]), (1, "big", [2])]
 
 
 def test_the_busiest_persistent_host_goes_first():
     hosts = [load(1, 85, BUSY), load(2, 92, BUSY), load(3, 20)]
     samples = {1: hour(85), 2: hour(92), 3: hour(20)}
     assert [source for source, _, _ in
-            proposals(steady(), hosts, samples)][:3] == [2, 2, 2]
+            proposals(steady(), hosts, samples)] == [2, 2, 1, 1]
 
 
 def test_a_host_relieved_within_the_window_is_not_relieved_again():
@@ -130,20 +130,40 @@ def test_hosts_at_their_migration_limit_take_no_part():
 # Destinations: never one the move makes hot
 
 def test_no_safe_destination_no_move():
-    hosts = [load(1, 95, BUSY), load(2, 65), load(3, 66)]
-    samples = {1: hour(95), 2: hour(65), 3: hour(66)}
-    # Even "idle" (5 %) would take both to 70 or more.
+    hosts = [load(1, 85, BUSY), load(2, 65), load(3, 66)]
+    samples = {1: hour(85), 2: hour(65), 3: hour(66)}
+    # "small" and "big" would relieve host-1; either takes host-2 and
+    # host-3 over 70.
     assert proposals(steady(), hosts, samples) == []
-    # Without a margin, 65 + 5 and 66 + 5 stay under 80.
+    # Without a margin, 65 + 12.5 and 66 + 12.5 stay under 80.
     assert proposals(steady(SafetyMargin="0"), hosts, samples) != []
 
 
 def test_claims_since_the_last_sample_count_on_the_destination():
-    # host-2 averaged 40, but claims made since its sample add 20.
-    hosts = [load(1, 90, BUSY), load(2, 60)]
     samples = {1: hour(90), 2: hour(40)}
-    found = proposals(steady(), hosts, samples)
-    assert [uuid for _, uuid, _ in found] == ["idle"]
+    found = proposals(steady(), [load(1, 90, BUSY), load(2, 40)], samples)
+    assert [uuid for _, uuid, _ in found] == ["small", "big"]
+    # Claims made since host-2's sample add 10: "big" (25 %) would take
+    # it to 75.
+    found = proposals(steady(), [load(1, 90, BUSY), load(2, 50)], samples)
+    assert [uuid for _, uuid, _ in found] == ["small"]
+
+
+def test_no_lighter_instance_when_the_sufficient_ones_cannot_go():
+    # "small" and "big" would relieve host-1 but make host-2 hot; "idle"
+    # fits but leaves host-1 at 85: no move rather than a useless one.
+    hosts = [load(1, 90, BUSY), load(2, 60)]
+    assert proposals(steady(), hosts, {1: hour(90), 2: hour(60)}) == []
+
+
+def test_when_no_instance_is_enough_the_heaviest_goes_first():
+    # None of them brings 99 under 80: the measured ones relieve most
+    # first, the assumed one ("guess", 6.25 % if busy) last.
+    instances = (vm("guess", 1, None), vm("idle", 8, 10.0),
+                 vm("small", 2, 100.0))
+    hosts = [load(1, 99, instances), load(2, 10)]
+    found = proposals(steady(), hosts, {1: hour(99), 2: hour(10)})
+    assert [uuid for _, uuid, _ in found] == ["small", "idle", "guess"]
 
 
 def test_every_proposed_destination_stays_under_the_margin():
