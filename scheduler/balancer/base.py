@@ -66,9 +66,12 @@ ALL_PARAMETERS = {
     DURATION: Parameter(default=2, minimum=1),
     HIGH_VM_COUNT: Parameter(default=10, minimum=0),
     MIGRATION_THRESHOLD: Parameter(default=5, minimum=2),
-    # An hour: real VM load keeps most of its level over an hour
-    # (autocorrelation ~0.65), while a reading is mostly noise about it.
-    LOAD_WINDOW: Parameter(default=60, minimum=1),
+    # Ten minutes: the newest two or three readings of a node reporting
+    # every five minutes, enough to tell a persistent level from one
+    # noisy reading. On real (PlanetLab) readings an hour's mean was late
+    # on hosts that had just turned hot: fewer hot minutes relieved than
+    # even_distribution, where ten minutes relieved as many or more.
+    LOAD_WINDOW: Parameter(default=10, minimum=1),
     # Points of cpu.percent under HighUtilization a destination keeps
     # with the instance added; at most 40, so that HighUtilization (>= 50)
     # minus it leaves room for some load.

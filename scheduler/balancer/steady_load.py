@@ -24,8 +24,8 @@ class SteadyLoadBalancer(base.BaseBalancer):
     ``HostLoad.cpu_percent`` minus that sample).
 
     - Source: its samples cover the whole window, its persistent load is
-      >= HighUtilization and so is its cpu.percent now. A peak over a cool
-      hour moves nothing; a host a completed move relieved within the
+      >= HighUtilization and so is its cpu.percent now. One hot reading
+      moves nothing; a host a completed move relieved within the
       window (its mean still holds the load that left) is not relieved
       twice. The highest persistent load goes first.
     - Instance: not one that arrived on the host (placed, or moved there)

@@ -55,12 +55,12 @@ BUILTIN_POLICIES: dict[str, dict[str, object]] = {
                                 "CpuOverCommitDurationMinutes:2"],
     },
     # Not oVirt's: evenly_distributed's placement, with a balancer that
-    # judges hosts by their mean load over an hour and keeps destinations
+    # judges hosts by their mean load over ten minutes and keeps destinations
     # well under HighUtilization, so that migrations stay rare.
     "steady_load": {
         "balancer": "steady_load",
         "balancer_parameters": ["HighUtilization:80",
-                                "LoadWindowMinutes:60", "SafetyMargin:10",
+                                "LoadWindowMinutes:10", "SafetyMargin:10",
                                 "MoveCooldownMinutes:60"],
     },
     "vm_evenly_distributed": {

@@ -67,17 +67,21 @@ BUSY = (vm("big", 4, 100.0), vm("small", 2, 100.0), vm("idle", 8, 10.0))
 # Sources: persistent heat only
 
 def test_momentary_heat_moves_nothing():
-    # host-1 reads 95 now, but its hour averaged ~63: noise, not heat.
+    # host-1 reads 95 now, but its last ten minutes averaged 71.7 (its
+    # hour 62.7): one reading, not heat.
     hosts = [load(1, 95, BUSY), load(2, 30)]
     samples = {1: series([60] * 12 + [95]), 2: hour(30)}
     assert proposals(steady(), hosts, samples) == []
+    assert proposals(steady(LoadWindowMinutes="60"), hosts, samples) == []
 
 
 def test_heat_shorter_than_the_window_moves_nothing():
     hosts = [load(1, 95, BUSY), load(2, 30)]
-    samples = {1: series([95] * 6), 2: hour(30)}
+    # Two readings five minutes apart: the ten-minute window is not
+    # covered.
+    samples = {1: series([95] * 2), 2: hour(30)}
     assert proposals(steady(), hosts, samples) == []
-    assert proposals(steady(LoadWindowMinutes="20"), hosts, samples) != []
+    assert proposals(steady(LoadWindowMinutes="5"), hosts, samples) != []
 
 
 def test_persistent_heat_moves_the_cheapest_sufficient_instance():
@@ -88,7 +92,7 @@ def test_persistent_heat_moves_the_cheapest_sufficient_instance():
                2: hour(40), 3: hour(60),
                # Quiet now, busy on average (62.3): no room.
                4: series([65] * 12 + [30])}
-    found = proposals(steady(), hosts, samples)
+    found = proposals(steady(LoadWindowMinutes="60"), hosts, samples)
     # "small" (12.5 %) brings 90.4 under 80; "big" does too but is
     # heavier; "idle" (5 %) does not, and is not offered. host-2 stays
     # under 80 - 10 with either; host-3 (60 + 12.5) and host-4
@@ -104,7 +108,8 @@ def test_the_busiest_persistent_host_goes_first():
 
 
 def test_a_host_relieved_within_the_window_is_not_relieved_again():
-    # The hour's mean still holds the load a completed move took away.
+    # The window's mean (83.3) still holds the load a completed move
+    # took away.
     hosts = [load(1, 70, BUSY), load(2, 30)]
     samples = {1: series([90] * 12 + [70]), 2: hour(30)}
     assert proposals(steady(), hosts, samples) == []
@@ -206,7 +211,7 @@ def test_an_instance_that_just_arrived_is_not_moved():
 
 def test_parameters_and_defaults():
     assert SteadyLoadBalancer.validate_parameters("p", {}) == {
-        "HighUtilization": 80, "LoadWindowMinutes": 60, "SafetyMargin": 10,
+        "HighUtilization": 80, "LoadWindowMinutes": 10, "SafetyMargin": 10,
         "MoveCooldownMinutes": 60}
 
 
