@@ -5,7 +5,8 @@ and claims the move.
 Entry point: ``scheduler.placement.balance_planner.BalancePlanner(conf,
 on_planned=...).balance(cluster=None, dry_run=False)``, one balancing
 tick. Modules: ``base`` (the plugin interface and parameter validation),
-``even_distribution``, ``power_saving``, ``even_vm_count`` (the
-balancers), ``history`` (utilization_samples), ``migrations`` (the
-migrations table and ending a migration), ``planner``.
+``even_distribution``, ``power_saving``, ``even_vm_count``,
+``steady_load`` (the balancers), ``history`` (utilization_samples),
+``migrations`` (the migrations table and ending a migration),
+``planner``.
 """

@@ -55,6 +55,9 @@ LOW_UTILIZATION = "LowUtilization"
 DURATION = "CpuOverCommitDurationMinutes"
 HIGH_VM_COUNT = "HighVmCount"
 MIGRATION_THRESHOLD = "MigrationThreshold"
+LOAD_WINDOW = "LoadWindowMinutes"
+SAFETY_MARGIN = "SafetyMargin"
+COOLDOWN = "MoveCooldownMinutes"
 
 ALL_PARAMETERS = {
     HIGH_UTILIZATION: Parameter(default=80, minimum=50, maximum=99),
@@ -63,7 +66,22 @@ ALL_PARAMETERS = {
     DURATION: Parameter(default=2, minimum=1),
     HIGH_VM_COUNT: Parameter(default=10, minimum=0),
     MIGRATION_THRESHOLD: Parameter(default=5, minimum=2),
+    # Ten minutes: the newest two or three readings of a node reporting
+    # every five minutes, enough to tell a persistent level from one
+    # noisy reading. On real (PlanetLab) readings an hour's mean was late
+    # on hosts that had just turned hot: fewer hot minutes relieved than
+    # even_distribution, where ten minutes relieved as many or more.
+    LOAD_WINDOW: Parameter(default=10, minimum=1),
+    # Points of cpu.percent under HighUtilization a destination keeps
+    # with the instance added; at most 40, so that HighUtilization (>= 50)
+    # minus it leaves room for some load.
+    SAFETY_MARGIN: Parameter(default=10, minimum=0, maximum=40),
+    COOLDOWN: Parameter(default=60, minimum=0),
 }
+
+#: The parameters that are a window of history in minutes: the samples
+#: kept must reach back the longest of them.
+WINDOW_PARAMETERS = (DURATION, LOAD_WINDOW)
 
 
 MEASURED = "measured"
@@ -85,6 +103,9 @@ class Instance:
     cpu_percent: float | None = None
     #: Fresh ``instance.memory.used`` (bytes); None when not measured.
     memory_used: float | None = None
+    #: When its claim on this host was made (naive UTC): placed here, or
+    #: its move here completed. None when not known.
+    arrived_at: datetime.datetime | None = None
 
     @property
     def load_source(self) -> str:

@@ -79,6 +79,31 @@ class UtilizationHistory:
         """True when cpu.percent stayed < ``percent`` for ``minutes``."""
         return self._stayed(node_id, minutes, lambda value: value < percent)
 
+    def mean_over(self, node_id: int, minutes: float) -> float | None:
+        """Mean cpu.percent of the samples of the last ``minutes``
+        minutes (the window of the module's rule, its opening sample
+        included); over every sample when they do not reach that far
+        back (``covers`` tells which); None without samples.
+
+        Reports come at the node's fixed reporting interval, so each
+        sample stands for the same length of time: a plain mean.
+        """
+        samples = self._samples.get(node_id, [])
+        if not samples:
+            return None
+        window = samples[window_start(samples, minutes) or 0:]
+        return sum(sample.cpu_percent for sample in window) / len(window)
+
+    def covers(self, node_id: int, minutes: float) -> bool:
+        """True when the samples reach back ``minutes`` from the newest."""
+        return window_start(self._samples.get(node_id, []),
+                            minutes) is not None
+
+    def latest(self, node_id: int) -> Sample | None:
+        """The newest sample, None without samples."""
+        samples = self._samples.get(node_id)
+        return samples[-1] if samples else None
+
     def _stayed(self, node_id: int, minutes: float,
                 holds: Callable[[float], bool]) -> bool:
         samples = self._samples.get(node_id, [])

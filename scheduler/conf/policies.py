@@ -58,20 +58,20 @@ scheduler_policy_opts = [
         "cluster_policies",
         type=ClusterMapping(),
         default={},
-        help="Cluster policy of each cluster, as cluster:policy pairs, "
-        "e.g. rack-a:power_saving, rack-b:evenly_distributed. A policy is "
-        "a built-in (none, evenly_distributed, power_saving, "
-        "vm_evenly_distributed) or a [policy:NAME] group of this file, "
-        "which may set: filters (entry-point names of scheduler.filters; "
-        "suffix :first or :last to run a filter first or last, the others "
-        "run in the given order), weighers (Name:factor with an integer "
-        "factor, negative allowed, multiplying the weigher's own "
-        "multiplier), normalization (minmax, rank, hardmax or none), "
-        "balancer (entry-point name of scheduler.balancers, or none) and "
-        "balancer_parameters (Name:value, e.g. HighUtilization:80, "
-        "CpuOverCommitDurationMinutes:2). Options a group leaves out come "
-        "from the built-in policy of that name, else from "
-        "[filter_scheduler].",
+        help="Cluster policy of each cluster, as cluster:policy pairs, e.g. "
+        "rack-a:power_saving, rack-b:evenly_distributed. A policy is a "
+        "built-in (none, evenly_distributed, power_saving, "
+        "vm_evenly_distributed, steady_load) or a [policy:NAME] group of "
+        "this file, which may set: filters (entry-point names of "
+        "scheduler.filters; suffix :first or :last to run a filter first or"
+        " last, the others run in the given order), weighers (Name:factor "
+        "with an integer factor, negative allowed, multiplying the "
+        "weigher's own multiplier), normalization (minmax, rank, hardmax or"
+        " none), balancer (entry-point name of scheduler.balancers, or "
+        "none) and balancer_parameters (Name:value, e.g. "
+        "HighUtilization:80, CpuOverCommitDurationMinutes:2). Options a "
+        "group leaves out come from the built-in policy of that name, else "
+        "from [filter_scheduler].",
     ),
     cfg.StrOpt(
         "default_policy",

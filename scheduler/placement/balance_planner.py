@@ -207,8 +207,9 @@ class BalancePlanner:
         return movement
 
     def _longest_window(self) -> int:
-        return max((policy.balancer_parameters.get(base.DURATION, 0)
-                    for policy in self.policies.policies.values()),
+        return max((policy.balancer_parameters.get(name, 0)
+                    for policy in self.policies.policies.values()
+                    for name in base.WINDOW_PARAMETERS),
                    default=0)
 
     def _balance_cluster(self, cluster: str | None,
@@ -301,7 +302,8 @@ class BalancePlanner:
         # just refreshed it), not a read of every claim at every tick.
         return {node_id: [base.Instance(claim.instance_uuid, claim.vcpus,
                                         claim.memory_mb, claim.disk_gb,
-                                        claim.instance_group)
+                                        claim.instance_group,
+                                        arrived_at=claim.created_at)
                           for claim in claims]
                 for node_id, claims
                 in self.host_manager.claims_on(node_ids).items()}

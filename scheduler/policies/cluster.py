@@ -1,7 +1,7 @@
 """Cluster policies (oVirt's scheduling policies) from the config file.
 
 A cluster policy is the filters, weigher factors, normalisation and the
-balancer one cluster is scheduled and balanced with. Policies are the four
+balancer one cluster is scheduled and balanced with. Policies are the five
 built-ins below, or ``[policy:NAME]`` groups (see scheduler.conf.policies);
 a group named after a built-in overrides it option by option.
 ``[scheduler] cluster_policies`` maps clusters to policies and
@@ -53,6 +53,15 @@ BUILTIN_POLICIES: dict[str, dict[str, object]] = {
         "balancer": "power_saving",
         "balancer_parameters": ["HighUtilization:80", "LowUtilization:20",
                                 "CpuOverCommitDurationMinutes:2"],
+    },
+    # Not oVirt's: evenly_distributed's placement, with a balancer that
+    # judges hosts by their mean load over ten minutes and keeps destinations
+    # well under HighUtilization, so that migrations stay rare.
+    "steady_load": {
+        "balancer": "steady_load",
+        "balancer_parameters": ["HighUtilization:80",
+                                "LoadWindowMinutes:10", "SafetyMargin:10",
+                                "MoveCooldownMinutes:60"],
     },
     "vm_evenly_distributed": {
         "balancer": "even_vm_count",

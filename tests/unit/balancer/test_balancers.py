@@ -80,6 +80,29 @@ def test_stayed_below_is_strict():
     assert not history(n1=[10, 20, 5]).stayed_below(1, 20, 2)
 
 
+def test_mean_over_the_window_includes_the_report_in_force():
+    hist = history_mod.UtilizationHistory({1: [
+        history_mod.Sample(minutes(0), 0, 1),
+        history_mod.Sample(minutes(40), 30, 1),
+        history_mod.Sample(minutes(50), 60, 1),
+        history_mod.Sample(minutes(60), 90, 1)]})
+    # 15 minutes back from 60 is 45, when the report of 40 was in force.
+    assert hist.mean_over(1, 15) == pytest.approx(60.0)
+    assert hist.mean_over(1, 60) == pytest.approx(45.0)
+    assert hist.covers(1, 60)
+    assert hist.latest(1).cpu_percent == 90
+
+
+def test_mean_over_a_short_history_takes_what_there_is():
+    hist = history(n1=[40, 80])
+    assert hist.mean_over(1, 60) == pytest.approx(60.0)
+    assert not hist.covers(1, 60)
+    assert hist.covers(1, 1)
+    assert hist.mean_over(2, 60) is None
+    assert hist.latest(2) is None
+    assert not hist.covers(2, 1)
+
+
 # even_distribution
 
 def even(**params) -> EvenDistributionBalancer:

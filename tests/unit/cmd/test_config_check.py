@@ -124,7 +124,7 @@ def test_misspelt_names_get_the_closest_known_one(load):
         + "; did you mean 'RamFilter'?",
         "[scheduler] default_policy: value 'power_savings': unknown "
         "policy, expected one of evenly_distributed, none, power_saving, "
-        "vm_evenly_distributed; did you mean 'power_saving'?"]
+        "steady_load, vm_evenly_distributed; did you mean 'power_saving'?"]
 
 
 def test_weight_setting_needs_metrics_weigher(load):

@@ -153,7 +153,7 @@ def _group(body: str) -> str:
     ("balancer = round_robin",
      "invalid value 'round_robin' for [policy:p] balancer: expected an "
      "entry-point name of scheduler.balancers or none: even_distribution, "
-     "even_vm_count, power_saving, none"),
+     "even_vm_count, power_saving, steady_load, none"),
     ("balancer_parameters = HighUtilization:80",
      "invalid value 'HighUtilization:80' for [policy:p] "
      "balancer_parameters: parameters need a balancer; balancer is none"),
@@ -191,7 +191,7 @@ def test_bad_policy_names_group_option_and_range(make_conf, body, message):
     ("[scheduler]\ncluster_policies = rack-a:fastest\n",
      "invalid value 'rack-a:fastest' for [scheduler] cluster_policies: "
      "unknown policy, expected one of evenly_distributed, none, "
-     "power_saving, vm_evenly_distributed"),
+     "power_saving, steady_load, vm_evenly_distributed"),
     ("[scheduler]\ndefault_policy = fastest\n",
      "invalid value 'fastest' for [scheduler] default_policy: unknown "
      "policy"),
