@@ -44,9 +44,9 @@ import numpy as np
 
 try:
     # tools/ is sys.path[0] when this file runs as a script.
-    import bench_claims
+    import bench_claims_load
 except ImportError:  # python -m tools.bench_reports
-    from tools import bench_claims
+    from tools import bench_claims_load
 
 from scheduler.cmd import simulate
 from scheduler.common import clock
@@ -167,7 +167,7 @@ def main() -> int:
     # Where and as the simulator keeps its scratch database.
     with simulate.scratch_directory() as directory:
         path = os.path.join(directory, "reports.sqlite")
-        conf = bench_claims.make_conf(f"sqlite:///{path}")
+        conf = bench_claims_load.make_conf(f"sqlite:///{path}")
         conf.set_override("sqlite_synchronous", False, group="database")
         engine = db_api.get_engine(conf)
         schema.db_sync(engine)

@@ -29,16 +29,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tools.service_harness import free_port
+
 #: Seconds a server may take to start (RabbitMQ boots in 5-15 s here).
 START_TIMEOUT = 120
 _COMMAND_TIMEOUT = 120
-
-
-def free_port() -> int:
-    """A loopback TCP port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def missing(what: str) -> None:

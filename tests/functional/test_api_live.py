@@ -7,12 +7,10 @@ import re
 import pytest
 
 from tests.functional import api_server
-from tests.functional.test_rpc_service import SERVING
-from tests.functional.test_rpc_service import broker_url  # noqa: F401
-from tests.functional.test_rpc_service import new_uuid
-from tests.functional.test_rpc_service import scheduler_api
-from tests.functional.test_rpc_service import service_config  # noqa: F401
-from tests.functional.test_rpc_service import wait_for_log
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import new_uuid
+from tests.functional.rpc_harness import scheduler_api
+from tests.functional.rpc_harness import wait_for_log
 
 SPEC = {"flavor": {"name": "m1.small", "vcpus": 1, "memory_mb": 1024,
                    "root_gb": 1}, "cluster": "c1"}
@@ -21,7 +19,7 @@ PACKING = {"name": "packing",
 
 
 @pytest.fixture
-def service(service_config, start_console_script):  # noqa: F811
+def service(service_config, start_console_script):
     # One worker: each worker takes a new policy up on its own next
     # refresh, and the calls below would go to either of several.
     config = service_config({"scheduler": {"workers": 1}})

@@ -11,16 +11,15 @@ from scheduler import exception
 from scheduler import rpc
 from scheduler.db import api as db_api
 from scheduler.db import models
-from tests.functional.test_rpc_service import SERVING
-from tests.functional.test_rpc_service import BusNames
-from tests.functional.test_rpc_service import broker_url  # noqa: F401
-from tests.functional.test_rpc_service import client_conf
-from tests.functional.test_rpc_service import scheduler_api
-from tests.functional.test_rpc_service import wait_for_log
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import client_conf
+from tests.functional.rpc_harness import scheduler_api
+from tests.functional.rpc_harness import wait_for_log
 from tests.unit.placement.test_balance_planner import claims_by_instance
 from tests.unit.placement.test_balance_planner import planner
 from tests.unit.placement.test_balance_planner import record_history
 from tests.unit.placement.test_balance_planner import standard_fleet
+from tools.service_harness import BusNames
 
 MIGRATIONS = models.Migration.__table__
 
@@ -41,7 +40,7 @@ class _Collector:
 
 
 def test_balance_plans_over_the_bus_and_notifies(
-        broker_url, postgresql_url, fleet_conf,  # noqa: F811
+        broker_url, postgresql_url, fleet_conf,
         write_config, start_console_script):
     engine = db_api.get_engine(fleet_conf)
     fleet = standard_fleet(engine, ticks=2)

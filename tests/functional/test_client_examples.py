@@ -10,19 +10,18 @@ import sqlalchemy as sa
 
 from scheduler.db import models
 from scheduler.db import schema
-from tests.functional.test_manage_cli import _node
-from tests.functional.test_rpc_service import GIB
-from tests.functional.test_rpc_service import SERVING
-from tests.functional.test_rpc_service import BusNames
-from tests.functional.test_rpc_service import broker_url  # noqa: F401
-from tests.functional.test_rpc_service import wait_for_log
+from tests.functional.rpc_harness import GIB
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import node
+from tests.functional.rpc_harness import wait_for_log
 from tests.unit.docs.test_docs import client_examples
+from tools.service_harness import BusNames
 
 README_CONFIG = '"/etc/scheduler/scheduler.conf"'
 
 
 @pytest.fixture
-def service(broker_url, sqlite_url, write_config,  # noqa: F811
+def service(broker_url, sqlite_url, write_config,
             start_console_script):
     """A service on a fleet reporting the metrics the examples' extra
     specs constrain; its config file's path."""
@@ -30,7 +29,7 @@ def service(broker_url, sqlite_url, write_config,  # noqa: F811
     schema.db_sync(engine)
     with engine.begin() as connection:
         connection.execute(models.ComputeNode.__table__.insert(), [
-            _node(f"compute-{i}", 65536, {"memory.free": 60 * GIB,
+            node(f"compute-{i}", 65536, {"memory.free": 60 * GIB,
                                           "cpu.percent": 10.0 * i,
                                           "network.rx.bps": 1e6 * i})
             for i in (1, 2)])

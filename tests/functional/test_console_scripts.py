@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from tests.functional.test_rpc_service import SERVING
-from tests.functional.test_rpc_service import wait_for_log
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import wait_for_log
 
 SCRIPTS = ("scheduler-manage", "scheduler-service", "compute-monitor")
 

@@ -15,8 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import rpc
-from tests.functional.test_rpc_service import broker_url  # noqa: F401
-from tests.functional.test_rpc_service import scheduler_api
+from tests.functional.rpc_harness import scheduler_api
 from tests.functional.test_service_faults import FAULT_WORKERS
 from tests.functional.test_service_faults import RECOVERY_TIMEOUT
 from tests.functional.test_service_faults import ROOMY_VCPUS
@@ -48,7 +47,7 @@ def server(request):
     return request.getfixturevalue(f"private_{request.param}")
 
 
-def test_database_server_restarted(server, broker_url,  # noqa: F811
+def test_database_server_restarted(server, broker_url,
                                    write_config, start_console_script):
     url = _database(server)
     make_fleet(url, vcpus=ROOMY_VCPUS)

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from scheduler.db import models
 from scheduler.db import schema
 from tests.functional.conftest import in_ci
-from tests.functional.test_manage_cli import _node
+from tests.functional.rpc_harness import node
 
 EXAMPLE = (Path(__file__).resolve().parents[2] / "examples"
            / "scheduler-example-plugins")
@@ -104,10 +104,10 @@ def fleet_url(sqlite_url: str) -> str:
     nodes = models.ComputeNode.__table__
     with engine.begin() as connection:
         connection.execute(nodes.insert(), [
-            _node("loaded", 32768, _load(16.0)),
-            _node("busy", 32768, _load(6.0)),
-            _node("calm", 32768, _load(1.0)),
-            _node("quiet", 32768, {"cpu.percent": 50.0,
+            node("loaded", 32768, _load(16.0)),
+            node("busy", 32768, _load(6.0)),
+            node("calm", 32768, _load(1.0)),
+            node("quiet", 32768, {"cpu.percent": 50.0,
                                    "memory.free": 30 * 2**30}),
         ])
         loaded = connection.execute(sa.select(nodes.c.id).where(

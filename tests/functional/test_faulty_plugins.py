@@ -20,16 +20,15 @@ import sqlalchemy as sa
 from scheduler import rpc
 from scheduler.db import models
 from scheduler.db import schema
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import new_uuid
+from tests.functional.rpc_harness import node
+from tests.functional.rpc_harness import scheduler_api
+from tests.functional.rpc_harness import scrape
+from tests.functional.rpc_harness import wait_for_log
 from tests.functional.test_example_plugins import install_package
-from tests.functional.test_manage_cli import _node
-from tests.functional.test_metrics_endpoint import free_port
-from tests.functional.test_metrics_endpoint import scrape
-from tests.functional.test_rpc_service import SERVING
-from tests.functional.test_rpc_service import BusNames
-from tests.functional.test_rpc_service import broker_url  # noqa: F401
-from tests.functional.test_rpc_service import new_uuid
-from tests.functional.test_rpc_service import scheduler_api
-from tests.functional.test_rpc_service import wait_for_log
+from tools.service_harness import BusNames
+from tools.service_harness import free_port
 
 GIB = 2**30
 CALLS = 12
@@ -108,18 +107,18 @@ def _fleet(url: str) -> None:
     schema.db_sync(engine)
     with engine.begin() as connection:
         connection.execute(models.ComputeNode.__table__.insert(), [
-            _node("alpha", 65536, {"memory.used": 2 * GIB}),
-            _node("bravo", 131072, {"gpu.count": 1, "memory.used": 0}),
-            _node("charlie", 32768, {"gpu.count": 1,
+            node("alpha", 65536, {"memory.used": 2 * GIB}),
+            node("bravo", 131072, {"gpu.count": 1, "memory.used": 0}),
+            node("charlie", 32768, {"gpu.count": 1,
                                      "memory.used": 2 * GIB}),
-            _node("delta", 16384, {"gpu.count": 0,
+            node("delta", 16384, {"gpu.count": 0,
                                    "memory.used": 2 * GIB}),
         ])
     engine.dispose()
 
 
 def test_the_service_places_on_the_other_hosts(
-        faulty_env, broker_url, sqlite_url, write_config,  # noqa: F811
+        faulty_env, broker_url, sqlite_url, write_config,
         start_console_script):
     _fleet(sqlite_url)
     port = free_port()

@@ -14,28 +14,12 @@ from scheduler.cmd import output
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import schema
+from tests.functional.rpc_harness import node
 from tests.unit.placement.test_balance_planner import planner
 from tests.unit.placement.test_balance_planner import record_history
 from tests.unit.placement.test_balance_planner import standard_fleet
 
 GIB = 2**30
-
-
-def _node(name: str, memory_mb: int, metrics, **extra) -> dict:
-    now = models.utcnow()
-    return {"uuid": f"00000000-0000-0000-0000-{abs(hash(name)) % 10**12:012d}",
-            "host": name, "hypervisor_hostname": name, "cluster": "c1",
-            "availability_zone": "nova", "vcpus": 8, "memory_mb": memory_mb,
-            "local_gb": 100, "memory_mb_used": 0, "local_gb_used": 0,
-            "cpu_info": json.dumps({"arch": "x86_64"}),
-            "networks": json.dumps(["public"]),
-            "metrics": metrics if isinstance(metrics, str) else json.dumps([
-                {"name": k, "value": v, "source": "test",
-                 "timestamp": now.isoformat() + "Z"}
-                for k, v in metrics.items()]),
-            "metrics_updated_at": now, "disabled": False, "generation": 0,
-            "created_at": now, "updated_at": now, "changed_at": now,
-            "ram_allocation_ratio": 1.0, **extra}
 
 
 @pytest.fixture
@@ -44,15 +28,15 @@ def fleet(db_url, write_config):
     schema.db_sync(engine)
     with engine.begin() as connection:
         connection.execute(models.ComputeNode.__table__.insert(), [
-            _node("big", 65536, {"memory.free": 60 * GIB,
+            node("big", 65536, {"memory.free": 60 * GIB,
                                  "network.rx.bps": 90e6}),
-            _node("mid", 32768, {"memory.free": 30 * GIB,
+            node("mid", 32768, {"memory.free": 30 * GIB,
                                  "network.rx.bps": 10e6}),
-            _node("small", 2048, {"memory.free": 1 * GIB,
+            node("small", 2048, {"memory.free": 1 * GIB,
                                   "network.rx.bps": 1e6}),
             # Garbage metrics: still scheduled on for what it has.
-            _node("garbled", 16384, "{not json"),
-            _node("off", 65536, {"memory.free": 60 * GIB}, disabled=True),
+            node("garbled", 16384, "{not json"),
+            node("off", 65536, {"memory.free": 60 * GIB}, disabled=True),
         ])
     engine.dispose()
     return write_config({"database": {"connection": db_url}})
@@ -163,7 +147,7 @@ def _add_node_with_claim(db_url: str) -> None:
         node_id = connection.execute(
             models.ComputeNode.__table__.insert().returning(
                 models.ComputeNode.__table__.c.id),
-            _node("odd", 8192, json.dumps([
+            node("odd", 8192, json.dumps([
                 {"name": "memory.free", "value": 4 * GIB,
                  "timestamp": stamp, "source": "libvirt"},
                 {"name": "cpu.percent", "value": "high",

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from scheduler.db import models
 from scheduler.db import schema
-from tests.functional.test_manage_cli import _node
+from tests.functional.rpc_harness import node
 
 NODES = models.ComputeNode.__table__
 
@@ -20,9 +20,9 @@ def fleet_url(sqlite_url) -> str:
     schema.db_sync(engine)
     with engine.begin() as connection:
         connection.execute(NODES.insert(), [
-            _node("node-1", 4096, {"cpu.percent": 10.0,
+            node("node-1", 4096, {"cpu.percent": 10.0,
                                    "rack.power.watts": 500.0}),
-            _node("node-2", 4096, {"cpu.percent": 20.0})])
+            node("node-2", 4096, {"cpu.percent": 20.0})])
         # As the monitors write it: the built-in's source is its monitor.
         connection.execute(NODES.update().where(NODES.c.host == "node-2")
                            .values(metrics=json.dumps([{

@@ -5,21 +5,19 @@ made, with one worker and with two (whose counts the parent sums).
 
 import re
 import socket
-import urllib.request
 
 import psutil
 import pytest
-from prometheus_client import parser
 
 from scheduler import exception
-from tests.functional.test_rpc_service import FLEET
-from tests.functional.test_rpc_service import SERVING
-from tests.functional.test_rpc_service import SPEC
-from tests.functional.test_rpc_service import broker_url  # noqa: F401
-from tests.functional.test_rpc_service import new_uuid
-from tests.functional.test_rpc_service import scheduler_api
-from tests.functional.test_rpc_service import service_config  # noqa: F401
-from tests.functional.test_rpc_service import wait_for_log
+from tests.functional.rpc_harness import FLEET
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import SPEC
+from tests.functional.rpc_harness import new_uuid
+from tests.functional.rpc_harness import scheduler_api
+from tests.functional.rpc_harness import scrape
+from tests.functional.rpc_harness import wait_for_log
+from tools import service_harness
 
 CALLS = 40
 # oslo.log's default format: date, time, pid, level, logger.
@@ -27,27 +25,10 @@ DECISION_LINE = (r"^\S+ \S+ (\d+) INFO scheduler\.common\.observability "
                  r"\[[^\]]*\] decision request_id=(\S+) outcome=(\S+) ")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def scrape(port: int) -> dict[tuple[str, tuple], float]:
-    """Every sample of ``/metrics``, by name and sorted labels."""
-    url = f"http://127.0.0.1:{port}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as response:
-        text = response.read().decode()
-    return {(sample.name, tuple(sorted(sample.labels.items()))):
-            sample.value
-            for family in parser.text_string_to_metric_families(text)
-            for sample in family.samples}
-
-
 @pytest.mark.parametrize("workers", [1, 2])
 def test_decisions_reach_the_metrics_endpoint(
-        workers, service_config, start_console_script):  # noqa: F811
-    port = free_port()
+        workers, service_config, start_console_script):
+    port = service_harness.free_port()
     config = service_config({"scheduler": {
         "workers": workers, "metrics_port": port,
         "metrics_host": "127.0.0.1"}})
@@ -100,7 +81,7 @@ def test_decisions_reach_the_metrics_endpoint(
 
 
 def test_a_port_in_use_stops_start_up_with_status_2(
-        service_config, run_console_script):  # noqa: F811
+        service_config, run_console_script):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

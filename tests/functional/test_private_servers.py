@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.functional import private_servers
-from tests.functional.test_rpc_service import kombu_connection
+from tools.service_harness import kombu_connection
 
 
 def _gone(pids: list[int], root: Path) -> None:

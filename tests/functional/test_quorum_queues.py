@@ -21,15 +21,14 @@ from collections.abc import Iterator
 import pytest
 
 from tests.functional import conftest
-from tests.functional.test_rpc_service import FLEET
-from tests.functional.test_rpc_service import SERVING
-from tests.functional.test_rpc_service import SPEC
-from tests.functional.test_rpc_service import broker_url  # noqa: F401
-from tests.functional.test_rpc_service import claims_of
-from tests.functional.test_rpc_service import make_fleet
-from tests.functional.test_rpc_service import new_uuid
-from tests.functional.test_rpc_service import scheduler_api
-from tests.functional.test_rpc_service import wait_for_log
+from tests.functional.rpc_harness import FLEET
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import SPEC
+from tests.functional.rpc_harness import claims_of
+from tests.functional.rpc_harness import make_fleet
+from tests.functional.rpc_harness import new_uuid
+from tests.functional.rpc_harness import scheduler_api
+from tests.functional.rpc_harness import wait_for_log
 
 #: Seconds one rabbitmqctl command may take (it starts an Erlang VM).
 RABBITMQCTL_TIMEOUT = 60
@@ -76,7 +75,7 @@ def list_queues(vhost: str) -> dict[str, dict[str, str]]:
 
 
 @pytest.fixture
-def private_vhost(broker_url) -> Iterator[tuple[str, str]]:  # noqa: F811
+def private_vhost(broker_url) -> Iterator[tuple[str, str]]:
     """A virtual host of the test's own on the machine's broker, the
     broker's user allowed everything in it: (vhost name, transport URL).
     Deleted after the test, with everything declared in it."""

@@ -30,17 +30,15 @@ from scheduler.conf import messaging as messaging_conf
 from scheduler.db import api as db_api
 from scheduler.rpc import rpcapi
 from scheduler.rpc import server
+from tests.functional.rpc_harness import FLEET
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import SPEC
+from tests.functional.rpc_harness import make_fleet
+from tests.functional.rpc_harness import new_uuid
+from tests.functional.rpc_harness import scheduler_api
+from tests.functional.rpc_harness import wait_for_log
 from tests.functional.tcp_proxy import TcpProxy
-from tests.functional.test_rpc_service import FLEET
-from tests.functional.test_rpc_service import SERVING
-from tests.functional.test_rpc_service import SPEC
-from tests.functional.test_rpc_service import BusNames
-from tests.functional.test_rpc_service import broker_url  # noqa: F401
-from tests.functional.test_rpc_service import make_fleet
-from tests.functional.test_rpc_service import new_uuid
-from tests.functional.test_rpc_service import scheduler_api
-from tests.functional.test_rpc_service import service_config  # noqa: F401
-from tests.functional.test_rpc_service import wait_for_log
+from tools.service_harness import BusNames
 
 #: A port nothing listens on.
 DEAD_BROKER = "rabbit://guest:guest@127.0.0.1:1/"
@@ -203,7 +201,7 @@ def test_notifications_without_a_broker_are_dropped_quietly():
                                "sent again") == 1
 
 
-def test_broker_outage_is_survived(broker_url, service_config,  # noqa: F811
+def test_broker_outage_is_survived(broker_url, service_config,
                                    start_console_script):
     target = broker_url.split("@", 1)[1].split("/", 1)[0]
     host, _, port = target.partition(":")
@@ -250,7 +248,7 @@ def test_broker_outage_is_survived(broker_url, service_config,  # noqa: F811
 
 
 def test_database_errors_are_reported_and_survived(
-        broker_url, write_config, sqlite_url,  # noqa: F811
+        broker_url, write_config, sqlite_url,
         start_console_script):
     names = BusNames()
     sections = names.sections(broker_url)

@@ -1,15 +1,9 @@
 """``scheduler-service`` as API nodes use it: a real subprocess serving
 the RPC API over the local RabbitMQ, claiming in a SQLite database that
-holds a small synthetic fleet, called through ``SchedulerAPI``.
-
-RabbitMQ defaults to ``rabbit://guest:guest@127.0.0.1:5672/``; point the
-tests elsewhere with ``SCHEDULER_TEST_RABBIT_URL``. An unreachable broker
-skips these tests, except in CI where it fails them. Every service gets
-an exchange, topics and host name of its own, and its queues are deleted
-afterwards, so parallel runs on one broker do not see each other.
+holds a small synthetic fleet, called through ``SchedulerAPI``
+(``rpc_harness``: the broker, the fleet, the names private to a service).
 """
 
-import contextlib
 import dataclasses
 import os
 import queue
@@ -18,204 +12,30 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.parse
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import kombu
 import psutil
 import pytest
-import sqlalchemy as sa
-from oslo_config import cfg
 
-from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler import rpc
-from scheduler.conf import messaging as messaging_conf
-from scheduler.db import models
-from scheduler.db import schema
 from scheduler.rpc import rpcapi
-from tests.functional import conftest
-from tests.functional.test_manage_cli import _node
+from tests.functional.rpc_harness import FLEET
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import SPEC
+from tests.functional.rpc_harness import claims_of
+from tests.functional.rpc_harness import client_conf
+from tests.functional.rpc_harness import make_fleet
+from tests.functional.rpc_harness import new_uuid
+from tests.functional.rpc_harness import scheduler_api
+from tests.functional.rpc_harness import wait_for_log
+from tools import service_harness
+from tools.service_harness import BusNames
 
-RABBIT_ENV = "SCHEDULER_TEST_RABBIT_URL"
-DEFAULT_RABBIT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
-GIB = 2**30
-#: Seconds a started service may take to import, connect and log that it
-#: serves.
-START_TIMEOUT = 60
-
-SPEC = {"flavor": {"name": "m1.small", "vcpus": 1, "memory_mb": 1024,
-                   "root_gb": 1}}
-FLEET = ("big", "mid", "small")
 HUGE_RAM_SUMMARY = ("0/4 hosts available: 3 RamFilter (insufficient RAM), "
                     "1 ComputeFilter (disabled)")
-
-
-# Broker
-
-
-def rabbit_url() -> str:
-    return os.environ.get(RABBIT_ENV) or DEFAULT_RABBIT_URL
-
-
-def kombu_connection(url: str) -> kombu.Connection:
-    """A kombu connection to the broker of an oslo ``rabbit://`` URL."""
-    parsed = urllib.parse.urlsplit(url)
-    return kombu.Connection(
-        hostname=parsed.hostname or "127.0.0.1", port=parsed.port or 5672,
-        userid=urllib.parse.unquote(parsed.username or "guest"),
-        password=urllib.parse.unquote(parsed.password or "guest"),
-        virtual_host=urllib.parse.unquote(parsed.path[1:]) or "/",
-        connect_timeout=5)
-
-
-@pytest.fixture(scope="session")
-def broker_url() -> str:
-    """URL of the RabbitMQ the tests use; skips (fails in CI) when it
-    cannot be reached."""
-    url = rabbit_url()
-    try:
-        with kombu_connection(url) as connection:
-            connection.ensure_connection(max_retries=1)
-    except Exception as e:
-        message = (f"RabbitMQ at {url} is unreachable ({e}); start it or "
-                   f"set {RABBIT_ENV}")
-        if conftest.in_ci():
-            pytest.fail(f"CI=true: {message}", pytrace=False)
-        pytest.skip(message)
-    return url
-
-
-@dataclasses.dataclass(frozen=True)
-class BusNames:
-    """Exchange, topics and server name private to one service."""
-
-    unique: str = dataclasses.field(
-        default_factory=lambda: uuid.uuid4().hex[:12])
-
-    @property
-    def exchange(self) -> str:
-        return f"msched-test-{self.unique}"
-
-    @property
-    def topic(self) -> str:
-        return f"scheduler-test-{self.unique}"
-
-    @property
-    def host(self) -> str:
-        return f"sched-{self.unique}"
-
-    @property
-    def notification_topic(self) -> str:
-        return f"notifications-test-{self.unique}"
-
-    def sections(self, url: str) -> dict:
-        return {
-            "DEFAULT": {"transport_url": url,
-                        "control_exchange": self.exchange,
-                        "scheduler_topic": self.topic,
-                        "host": self.host},
-            # Notifications are off by default; these tests listen.
-            "oslo_messaging_notifications": {
-                "driver": "messagingv2", "topics": self.notification_topic},
-            # Reply and fanout queues have random names delete() cannot
-            # know; the broker drops them this long after their last use.
-            "oslo_messaging_rabbit": {"rabbit_transient_queues_ttl": 60},
-        }
-
-    def delete(self, url: str) -> None:
-        """Remove what the service and its clients declared; queues and
-        exchanges outlive their consumers by default."""
-        queues = [self.topic, f"{self.topic}.{self.host}"] + [
-            f"{self.notification_topic}.{priority}" for priority in
-            ("audit", "debug", "info", "warn", "error", "critical",
-             "sample")]
-        exchanges = [self.exchange, f"{self.topic}_fanout"]
-        with contextlib.suppress(Exception), kombu_connection(url) as conn:
-            channel = conn.channel()
-            for name in queues:
-                channel.queue_delete(name)
-            for name in exchanges:
-                channel.exchange_delete(name)
-
-
-# Database
-
-
-def make_fleet(url: str) -> None:
-    """Schema plus three enabled nodes and a disabled one."""
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    schema.db_sync(engine)
-    with engine.begin() as connection:
-        connection.execute(models.ComputeNode.__table__.insert(), [
-            _node("big", 65536, {"memory.free": 60 * GIB}),
-            _node("mid", 32768, {"memory.free": 30 * GIB}),
-            _node("small", 4096, {"memory.free": 3 * GIB}),
-            _node("off", 65536, {"memory.free": 60 * GIB}, disabled=True),
-        ])
-    engine.dispose()
-
-
-def claims_of(url: str) -> int:
-    """Rows in the allocations table: the claims held."""
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    try:
-        with engine.connect() as connection:
-            return connection.execute(sa.select(sa.func.count()).select_from(
-                models.Allocation.__table__)).scalar_one()
-    finally:
-        engine.dispose()
-
-
-# Processes and clients
-
-
-def wait_for_log(read, pattern: str, timeout: float = START_TIMEOUT,
-                 process: subprocess.Popen | None = None,
-                 count: int = 1) -> str:
-    """Wait until ``read()`` matches ``pattern`` ``count`` times; fails
-    with the log when it does not in time or the process exits."""
-    deadline = time.monotonic() + timeout
-    while True:
-        text = read()
-        if len(re.findall(pattern, text)) >= count:
-            return text
-        if process is not None and process.poll() is not None:
-            pytest.fail(f"process exited with {process.returncode} before "
-                        f"logging {pattern!r}:\n{text}", pytrace=False)
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {pattern!r} after {timeout} s:\n{text}",
-                        pytrace=False)
-        time.sleep(0.1)
-
-
-SERVING = r"Serving topic "
-
-
-def client_conf(config_file: os.PathLike) -> cfg.ConfigOpts:
-    """What an API node has: its own ConfigOpts read from the same file."""
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    messaging_conf.register_messaging_opts(conf)
-    conf(["--config-file", os.fspath(config_file)])
-    return conf
-
-
-@contextlib.contextmanager
-def scheduler_api(config_file: os.PathLike, timeout: float = 30,
-                  **kwargs) -> Iterator[rpcapi.SchedulerAPI]:
-    api = rpcapi.SchedulerAPI(client_conf(config_file), timeout=timeout,
-                              **kwargs)
-    try:
-        yield api
-    finally:
-        api.close()
-
-
-def new_uuid() -> str:
-    return str(uuid.uuid4())
 
 
 @dataclasses.dataclass
@@ -244,29 +64,20 @@ def shared_service(broker_url, tmp_path_factory) -> Iterator[Service]:
     sections["DEFAULT"]["state_path"] = tmp / "state"
     sections["database"] = {"connection": db_url}
     config = tmp / "scheduler.conf"
-    config.write_text("".join(
-        f"[{section}]\n" + "".join(f"{key} = {value}\n"
-                                   for key, value in options.items())
-        for section, options in sections.items()))
+    config.write_text(service_harness.config_text(sections))
     stderr_path = tmp / "service.stderr"
     with open(stderr_path, "wb") as stderr:
         popen = subprocess.Popen(
-            [conftest.console_script("scheduler-service"), "--config-file",
-             str(config)], stdout=subprocess.DEVNULL, stderr=stderr,
-            stdin=subprocess.DEVNULL,
+            [service_harness.console_script("scheduler-service"),
+             "--config-file", str(config)], stdout=subprocess.DEVNULL,
+            stderr=stderr, stdin=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     service = Service(config, db_url, popen, stderr_path)
     try:
         wait_for_log(lambda: service.stderr, SERVING, process=popen)
         yield service
     finally:
-        if popen.poll() is None:
-            popen.send_signal(signal.SIGTERM)
-            try:
-                popen.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                popen.kill()
-                popen.wait()
+        service_harness.stop_process(popen, timeout=30)
         names.delete(broker_url)
 
 
@@ -275,27 +86,6 @@ def api(shared_service) -> Iterator[rpcapi.SchedulerAPI]:
     with scheduler_api(shared_service.config) as api:
         yield api
 
-
-@pytest.fixture
-def service_config(broker_url, sqlite_url, write_config):
-    """A function writing a config for a service of the test's own (fleet
-    in a fresh SQLite database), returning its path; extra sections are
-    merged in."""
-    make_fleet(sqlite_url)
-    created: list[BusNames] = []
-
-    def write(extra: dict | None = None, name: str = "scheduler.conf"):
-        names = BusNames()
-        created.append(names)
-        sections = names.sections(broker_url)
-        sections["database"] = {"connection": sqlite_url}
-        for section, options in (extra or {}).items():
-            sections.setdefault(section, {}).update(options)
-        return write_config(sections, name=name)
-
-    yield write
-    for names in created:
-        names.delete(broker_url)
 
 
 # The shared service

@@ -44,20 +44,19 @@ from scheduler.claims import journal as release_journal
 from scheduler.db import models
 from scheduler.db import schema
 from scheduler.rpc import rpcapi
-from tests.functional import conftest
 from tests.functional import private_servers
+from tests.functional import processes
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import new_uuid
+from tests.functional.rpc_harness import scheduler_api
+from tests.functional.rpc_harness import wait_for_log
 from tests.functional.tcp_proxy import TcpProxy
 from tests.functional.test_claims_race import ALLOCATIONS
 from tests.functional.test_claims_race import CAPACITY
 from tests.functional.test_claims_race import HOSTS
 from tests.functional.test_claims_race import NODES
 from tests.functional.test_claims_race import VCPUS_PER_HOST
-from tests.functional.test_rpc_service import SERVING
-from tests.functional.test_rpc_service import BusNames
-from tests.functional.test_rpc_service import broker_url  # noqa: F401
-from tests.functional.test_rpc_service import new_uuid
-from tests.functional.test_rpc_service import scheduler_api
-from tests.functional.test_rpc_service import wait_for_log
+from tools.service_harness import BusNames
 
 #: Client side: every call ends within RPC_TIMEOUT x (RPC_RETRY + 1) plus
 #: CALL_SLACK seconds, whatever the broker does.
@@ -205,7 +204,7 @@ def service_sections(names: BusNames, broker: str, db_url: str,
 @dataclasses.dataclass
 class Running:
     config: Path
-    process: conftest.ScriptProcess
+    process: processes.ScriptProcess
     workers: list[int]
 
     @property
@@ -407,7 +406,7 @@ def check_claims_match(db_url: str, placed: list[Call]) -> Audit:
 
 @pytest.mark.parametrize("db_url", ["postgresql", "mysql"], indirect=True)
 def test_race_over_the_bus_never_overcommits(
-        db_url, broker_url, write_config,  # noqa: F811
+        db_url, broker_url, write_config,
         start_console_script):
     make_fleet(db_url)
     with running_service(broker_url, db_url, write_config,
@@ -442,7 +441,7 @@ def test_race_over_the_bus_never_overcommits(
 
 @pytest.mark.postgresql
 def test_claims_left_awaiting_release_are_released_by_the_next_service(
-        broker_url, postgresql_url, write_config,  # noqa: F811
+        broker_url, postgresql_url, write_config,
         start_console_script, tmp_path):
     """A service stopped while the database was away keeps the claims it
     could not undo in its journal; the next one to start releases them."""
@@ -587,7 +586,7 @@ def _requests_of_one_or_three() -> Callable[[], tuple[dict, list[str]]]:
 
 @pytest.mark.postgresql
 def test_database_restart_under_load(
-        broker_url, postgresql_url, write_config,  # noqa: F811
+        broker_url, postgresql_url, write_config,
         start_console_script):
     make_fleet(postgresql_url, vcpus=ROOMY_VCPUS)
     url = make_url(postgresql_url)
