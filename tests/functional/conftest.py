@@ -23,6 +23,7 @@ Processes (``processes``): ``write_config`` writes an oslo.config file,
 ``run_console_script`` runs a console script to completion,
 ``start_console_script`` starts a long-running one and stops it after the
 test. The broker (``rpc_harness``): ``broker_url``, ``service_config``.
+The example plugin package (``plugin_packages``): ``plugin_env``.
 """
 
 import contextlib
@@ -43,6 +44,7 @@ from scheduler import conf as scheduler_conf
 from scheduler.db import api as db_api
 from scheduler.db import schema
 from tests.functional import private_servers
+from tests.functional.plugin_packages import plugin_env  # noqa: F401
 from tests.functional.processes import console_script  # noqa: F401
 from tests.functional.processes import run_console_script  # noqa: F401
 from tests.functional.processes import start_console_script  # noqa: F401

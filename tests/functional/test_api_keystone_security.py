@@ -10,7 +10,7 @@ import pytest
 
 from tests.functional import api_server
 from tests.functional import keystone_server
-from tests.unit.api.test_auth import SPOOFED
+from tests.unit.api.fakes import SPOOFED
 
 #: The revocation bound of these tests ([keystone_authtoken]
 #: token_cache_time); the default is 30 s (docs/api.md, Security).

@@ -5,7 +5,7 @@ user without permission and a caller without credentials, on SQLite,
 PostgreSQL and MariaDB. Nothing changes; nothing is a 5xx."""
 
 from tests.functional import api_server
-from tests.unit.api.test_auth import SPOOFED
+from tests.unit.api.fakes import SPOOFED
 
 #: caller -> the status every attempt must get.
 CALLERS = {"reader": 403, "nobody": 403, None: 401}

@@ -12,9 +12,9 @@ from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.placement import migrations as migrations_mod
-from tests.unit.placement.test_balance_planner import claims_by_instance
-from tests.unit.placement.test_balance_planner import planner
-from tests.unit.placement.test_balance_planner import standard_fleet
+from tests.unit.placement.fakes import claims_by_instance
+from tests.unit.placement.fakes import planner
+from tests.unit.placement.fakes import standard_fleet
 
 MIGRATIONS = models.Migration.__table__
 SAMPLES = models.UtilizationSample.__table__

@@ -15,10 +15,10 @@ from tests.functional.rpc_harness import SERVING
 from tests.functional.rpc_harness import client_conf
 from tests.functional.rpc_harness import scheduler_api
 from tests.functional.rpc_harness import wait_for_log
-from tests.unit.placement.test_balance_planner import claims_by_instance
-from tests.unit.placement.test_balance_planner import planner
-from tests.unit.placement.test_balance_planner import record_history
-from tests.unit.placement.test_balance_planner import standard_fleet
+from tests.unit.placement.fakes import claims_by_instance
+from tests.unit.placement.fakes import planner
+from tests.unit.placement.fakes import record_history
+from tests.unit.placement.fakes import standard_fleet
 from tools.service_harness import BusNames
 
 MIGRATIONS = models.Migration.__table__

@@ -32,10 +32,12 @@ from scheduler import manager
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import schema
+from tests.functional.fault_harness import ALLOCATIONS
+from tests.functional.fault_harness import CAPACITY
+from tests.functional.fault_harness import HOSTS
+from tests.functional.fault_harness import NODES
+from tests.functional.fault_harness import VCPUS_PER_HOST
 
-HOSTS = 30
-VCPUS_PER_HOST = 10
-CAPACITY = HOSTS * VCPUS_PER_HOST
 PROCESSES = 4
 THREADS_PER_PROCESS = 5
 CALLS_PER_PROCESS = 100
@@ -43,9 +45,6 @@ SUBSET_SIZE = 5
 # Spawned interpreters import oslo and the plugins before the start.
 _START_TIMEOUT = 60
 _RUN_TIMEOUT = 120
-
-NODES = models.ComputeNode.__table__
-ALLOCATIONS = models.Allocation.__table__
 
 
 def _config(url: str, cluster_lock: bool = False) -> cfg.ConfigOpts:

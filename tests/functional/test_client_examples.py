@@ -14,7 +14,7 @@ from tests.functional.rpc_harness import GIB
 from tests.functional.rpc_harness import SERVING
 from tests.functional.rpc_harness import node
 from tests.functional.rpc_harness import wait_for_log
-from tests.unit.docs.test_docs import client_examples
+from tests.unit.docs.fakes import client_examples
 from tools.service_harness import BusNames
 
 README_CONFIG = '"/etc/scheduler/scheduler.conf"'

@@ -15,16 +15,16 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import rpc
+from tests.functional.fault_harness import FAULT_WORKERS
+from tests.functional.fault_harness import RECOVERY_TIMEOUT
+from tests.functional.fault_harness import ROOMY_VCPUS
+from tests.functional.fault_harness import call
+from tests.functional.fault_harness import check_claims_match
+from tests.functional.fault_harness import make_fleet
+from tests.functional.fault_harness import retry_until_placed
+from tests.functional.fault_harness import running_service
+from tests.functional.fault_harness import single
 from tests.functional.rpc_harness import scheduler_api
-from tests.functional.test_service_faults import FAULT_WORKERS
-from tests.functional.test_service_faults import RECOVERY_TIMEOUT
-from tests.functional.test_service_faults import ROOMY_VCPUS
-from tests.functional.test_service_faults import call
-from tests.functional.test_service_faults import check_claims_match
-from tests.functional.test_service_faults import make_fleet
-from tests.functional.test_service_faults import retry_until_placed
-from tests.functional.test_service_faults import running_service
-from tests.functional.test_service_faults import single
 
 #: Short calls: the database being down is answered at once.
 RPC_TIMEOUT = 30

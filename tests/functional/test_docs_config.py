@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.functional.test_example_plugins import plugin_env  # noqa: F401
-from tests.unit.docs.test_docs import Block
-from tests.unit.docs.test_docs import ini_blocks
+from tests.unit.docs.fakes import Block
+from tests.unit.docs.fakes import ini_blocks
 
 BLOCKS = ini_blocks()
 _HOLDS = re.compile(r"^(?P<path>\S+) holds the next (?P<lang>\w+) block$")
@@ -62,5 +61,5 @@ def test_documented_config_passes_config_check(block, run_console_script,
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.marker == PLUGINS],
                          ids=lambda b: b.name)
 def test_plugin_config_passes_config_check_with_the_plugins(
-        block, run_console_script, tmp_path, plugin_env):  # noqa: F811
+        block, run_console_script, tmp_path, plugin_env):
     _check(run_console_script, _config(block, tmp_path), env=plugin_env)

@@ -20,13 +20,13 @@ import sqlalchemy as sa
 from scheduler import rpc
 from scheduler.db import models
 from scheduler.db import schema
+from tests.functional.plugin_packages import install_package
 from tests.functional.rpc_harness import SERVING
 from tests.functional.rpc_harness import new_uuid
 from tests.functional.rpc_harness import node
 from tests.functional.rpc_harness import scheduler_api
 from tests.functional.rpc_harness import scrape
 from tests.functional.rpc_harness import wait_for_log
-from tests.functional.test_example_plugins import install_package
 from tools.service_harness import BusNames
 from tools.service_harness import free_port
 

@@ -15,9 +15,9 @@ from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import schema
 from tests.functional.rpc_harness import node
-from tests.unit.placement.test_balance_planner import planner
-from tests.unit.placement.test_balance_planner import record_history
-from tests.unit.placement.test_balance_planner import standard_fleet
+from tests.unit.placement.fakes import planner
+from tests.unit.placement.fakes import record_history
+from tests.unit.placement.fakes import standard_fleet
 
 GIB = 2**30
 

@@ -1,39 +1,14 @@
 """scheduler-api's WSGI application in-process (noauth, SQLite): the
 refusals that name the field, read-only fields, conditional requests."""
 
-import json
 
 import pytest
 import webob
 
-from scheduler.api import app as api_app
 from scheduler.api import body
-
-POLICY = {"name": "p", "weights": [{"unit": "RAMWeigher", "factor": -1}]}
-
-
-@pytest.fixture
-def app(scheduler_config):
-    scheduler_config.set_override("auth_strategy", "noauth", group="api")
-    return api_app.make_app(scheduler_config)
-
-
-def call(app, method: str, path: str, data=None, raw: bytes | None = None,
-         headers: dict | None = None) -> webob.Response:
-    sent = dict(headers or {})
-    if raw is not None or data is not None:
-        sent.setdefault("Content-Type", "application/json")
-    request = webob.Request.blank(path, method=method, headers=sent)
-    if raw is not None or data is not None:
-        request.body = raw if raw is not None else json.dumps(data).encode()
-    return request.get_response(app)
-
-
-def message(response: webob.Response) -> str:
-    error = response.json["error"]
-    assert set(error) == {"code", "title", "message"}
-    assert error["code"] == response.status_int
-    return error["message"]
+from tests.unit.api.fakes import POLICY
+from tests.unit.api.fakes import call
+from tests.unit.api.fakes import message
 
 
 @pytest.mark.parametrize("raw, field", [

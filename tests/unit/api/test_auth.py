@@ -18,33 +18,11 @@ from scheduler.api import keystone
 from scheduler.conf import api as api_conf
 from scheduler.db import api as db_api
 from scheduler.db import permissions
+from tests.unit.api.fakes import SPOOFED
 
 PASSWORD = "pw"
 USERS = ("rdr", "nobody", "root")
 
-#: Each identity header an auth layer sets, with the value that would
-#: make its sender an admin if it were believed.
-SPOOFED = [
-    ("X-Roles", "admin,reader,member"),
-    ("X-Role", "admin"),
-    ("X_Roles", "admin"),
-    ("X-User-Name", "root"),
-    ("X-User", "root"),
-    ("X-User-Id", "root"),
-    ("X-User-Domain-Name", "Default"),
-    ("X-Project-Name", "admin"),
-    ("X-Project-Id", "admin"),
-    ("X-Tenant", "admin"),
-    ("X-Domain-Name", "Default"),
-    ("X-Default-Domain-Id", "default"),
-    ("OpenStack-System-Scope", "all"),
-    ("X-System-Scope", "all"),
-    ("X-Identity-Status", "Confirmed"),
-    ("X-Service-Roles", "admin"),
-    ("X-Service-Identity-Status", "Confirmed"),
-    ("X-Is-Admin-Project", "True"),
-    ("X-Remote-User", "root"),
-]
 ALL_SPOOFED = dict(SPOOFED)
 
 

@@ -11,15 +11,14 @@ import webob
 
 from scheduler.api import clusters
 from scheduler.api import request_checks
-from tests.unit.api.test_app import POLICY
-from tests.unit.api.test_app import app  # noqa: F401 (fixture)
-from tests.unit.api.test_app import call
-from tests.unit.api.test_app import message
+from tests.unit.api.fakes import POLICY
+from tests.unit.api.fakes import call
+from tests.unit.api.fakes import message
 
 POLICIES = "/v1/schedulingpolicies"
 
 
-def stored(app) -> dict:  # noqa: F811
+def stored(app) -> dict:
     """What the API shows of what it stored."""
     policies = call(app, "GET", POLICIES).json["schedulingpolicies"]
     return {"policies": [p for p in policies if not p["locked"]],
@@ -49,7 +48,7 @@ def refused(response: webob.Response, status: int, field: str) -> None:
     ("GET", "/v1/migrationpolicies/%c3", "id"),
     ("DELETE", "/v1/permissions/%ff", "id"),
 ])
-def test_path_parameters_not_utf8_or_nul(app, method, path,  # noqa: F811
+def test_path_parameters_not_utf8_or_nul(app, method, path,
                                          field):
     before = stored(app)
     data = {} if method in ("PUT", "POST") else None
@@ -57,13 +56,13 @@ def test_path_parameters_not_utf8_or_nul(app, method, path,  # noqa: F811
     assert stored(app) == before
 
 
-def test_unknown_path_not_utf8_is_404(app):  # noqa: F811
+def test_unknown_path_not_utf8_is_404(app):
     response = call(app, "GET", "/v1/nothing/%ff")
     assert response.status_int == 404
     assert message(response) == "no resource /v1/nothing/\\xff"
 
 
-def test_error_handler_logs_an_undecodable_path(app, monkeypatch,  # noqa
+def test_error_handler_logs_an_undecodable_path(app, monkeypatch,
                                                 caplog):
     def boom(parameters):
         raise RuntimeError("a bug")
@@ -80,12 +79,12 @@ def test_error_handler_logs_an_undecodable_path(app, monkeypatch,  # noqa
     b'{"name": "x", "filters": ' + b"[" * 40 + b"]" * 40 + b"}",
     b'{"name": "x", "properties": ' + b'{"a": ' * 33 + b"1" + b"}" * 34,
 ])
-def test_deep_nesting(app, raw):  # noqa: F811
+def test_deep_nesting(app, raw):
     refused(call(app, "POST", POLICIES, raw=raw), 400, "request body")
     assert stored(app)["policies"] == []
 
 
-def test_brackets_in_strings_are_not_nesting(app):  # noqa: F811
+def test_brackets_in_strings_are_not_nesting(app):
     name = '\\"' + "[" * 100
     raw = b'{"name": "' + name.encode() + b'"}'
     created = call(app, "POST", POLICIES, raw=raw)
@@ -94,7 +93,7 @@ def test_brackets_in_strings_are_not_nesting(app):  # noqa: F811
 
 
 @pytest.mark.parametrize("value", ["\\ud800", "\\udfff", "a\\u0000"])
-def test_based_on_checked_as_names(app, value):  # noqa: F811
+def test_based_on_checked_as_names(app, value):
     raw = b'{"name": "x", "based_on": "' + value.encode() + b'"}'
     refused(call(app, "POST", POLICIES, raw=raw), 400, "based_on")
     assert stored(app)["policies"] == []
@@ -102,7 +101,7 @@ def test_based_on_checked_as_names(app, value):  # noqa: F811
 
 @pytest.mark.parametrize("value", [2 ** 63, 2 ** 31, 2 ** 31 - 1,
                                    clusters.MAX_BANDWIDTH_MBPS + 1])
-def test_bandwidth_upper_bound(app, value):  # noqa: F811
+def test_bandwidth_upper_bound(app, value):
     response = call(app, "PUT", "/v1/clusters/c1", {"migration": {
         "bandwidth": {"assignment_method": "custom",
                       "custom_value": value}}})
@@ -111,7 +110,7 @@ def test_bandwidth_upper_bound(app, value):  # noqa: F811
     assert stored(app)["clusters"] == []
 
 
-def test_bandwidth_at_the_bound_is_stored(app):  # noqa: F811
+def test_bandwidth_at_the_bound_is_stored(app):
     bandwidth = {"assignment_method": "custom",
                  "custom_value": clusters.MAX_BANDWIDTH_MBPS}
     response = call(app, "PUT", "/v1/clusters/c1",
@@ -136,7 +135,7 @@ class _BrokenInput(io.RawIOBase):
 @pytest.mark.parametrize("path, method", [
     (POLICIES, "POST"), ("/v1/clusters/c1", "PUT"),
     ("/v1/permissions", "POST")])
-def test_unreadable_body(app, path, method):  # noqa: F811
+def test_unreadable_body(app, path, method):
     request = webob.Request.blank(path, method=method, headers={
         "Content-Type": "application/json",
         "Transfer-Encoding": "chunked"})
@@ -161,7 +160,7 @@ def _typed(content_type: str | None) -> dict:
     return {} if content_type is None else {"Content-Type": content_type}
 
 
-def _raw(app, method: str, path: str, raw: bytes,  # noqa: F811
+def _raw(app, method: str, path: str, raw: bytes,
          content_type: str | None) -> webob.Response:
     request = webob.Request.blank(path, method=method,
                                   headers=_typed(content_type))
@@ -172,7 +171,7 @@ def _raw(app, method: str, path: str, raw: bytes,  # noqa: F811
 
 
 @pytest.mark.parametrize("content_type", REFUSED_TYPES)
-def test_bodies_other_than_json_are_415(app, content_type):  # noqa: F811
+def test_bodies_other_than_json_are_415(app, content_type):
     created = call(app, "POST", POLICIES, POLICY).json
     before = stored(app)
     policy = f"{POLICIES}/{created['id']}"
@@ -191,7 +190,7 @@ def test_bodies_other_than_json_are_415(app, content_type):  # noqa: F811
     assert stored(app) == before
 
 
-def test_post_without_a_body_needs_json_too(app):  # noqa: F811
+def test_post_without_a_body_needs_json_too(app):
     response = call(app, "POST", POLICIES)
     refused(response, 415, "Content-Type")
     assert "none" in message(response)
@@ -200,19 +199,19 @@ def test_post_without_a_body_needs_json_too(app):  # noqa: F811
 @pytest.mark.parametrize("content_type", [
     "application/json", "application/json; charset=utf-8",
     "Application/JSON;charset=\"UTF-8\"", "application/json; v=1"])
-def test_json_content_types_are_accepted(app, content_type):  # noqa: F811
+def test_json_content_types_are_accepted(app, content_type):
     response = _raw(app, "POST", POLICIES, b'{"name": "p"}', content_type)
     assert response.status_int == 201, response.body
 
 
-def test_get_and_delete_without_a_body_need_no_type(app):  # noqa: F811
+def test_get_and_delete_without_a_body_need_no_type(app):
     created = call(app, "POST", POLICIES, POLICY)
     path = f"{POLICIES}/{created.json['id']}"
     assert call(app, "GET", path).status_int == 200
     assert call(app, "DELETE", path).status_int == 204
 
 
-def test_405_before_415(app):  # noqa: F811
+def test_405_before_415(app):
     assert call(app, "PATCH", "/v1/clusters").status_int == 405
 
 
@@ -223,7 +222,7 @@ def test_405_before_415(app):  # noqa: F811
     b'[' * 1_000_000,
     b'{"a":' * 200_000,
 ])
-def test_a_megabyte_of_pathological_json_is_refused(app, raw):  # noqa: F811
+def test_a_megabyte_of_pathological_json_is_refused(app, raw):
     # A quadratic scan of these (the regular expression this replaced)
     # took about an hour of CPU for one request, holding the GIL.
     response = call(app, "POST", "/v1/schedulingpolicies", raw=raw)
@@ -231,7 +230,7 @@ def test_a_megabyte_of_pathological_json_is_refused(app, raw):  # noqa: F811
     assert response.json["error"]["message"].startswith("request body: ")
 
 
-def test_null_and_deep_bodies_are_told_apart(app):  # noqa: F811
+def test_null_and_deep_bodies_are_told_apart(app):
     null = call(app, "POST", "/v1/schedulingpolicies", raw=b"null")
     assert "expected a JSON object" in null.json["error"]["message"]
     deep = call(app, "POST", "/v1/schedulingpolicies",

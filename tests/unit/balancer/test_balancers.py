@@ -1,6 +1,5 @@
 """Balancers on small fleets, the history rule and parameter validation."""
 
-import datetime
 
 import pytest
 
@@ -11,12 +10,11 @@ from scheduler.balancer.even_distribution import EvenDistributionBalancer
 from scheduler.balancer.even_vm_count import EvenVmCountBalancer
 from scheduler.balancer.power_saving import PowerSavingBalancer
 from scheduler.hosts import state as hm
-
-T0 = datetime.datetime(2026, 11, 21, 12, 0)
-
-
-def minutes(count: float) -> datetime.datetime:
-    return T0 + datetime.timedelta(minutes=count)
+from tests.unit.balancer.fakes import even
+from tests.unit.balancer.fakes import history
+from tests.unit.balancer.fakes import minutes
+from tests.unit.balancer.fakes import saving
+from tests.unit.balancer.fakes import vm_count
 
 
 def load(node_id: int, cpu: float | None, vcpus_each=(2,), count=None,
@@ -30,17 +28,6 @@ def load(node_id: int, cpu: float | None, vcpus_each=(2,), count=None,
         state=state, cpu_percent=cpu, instances=instances,
         instance_count=len(instances) if count is None else count,
         can_migrate=can_migrate)
-
-
-def history(**series: list[float]) -> history_mod.UtilizationHistory:
-    """``n<id>=[...]``: one sample a minute, ending at minute 10."""
-    samples = {}
-    for key, values in series.items():
-        start = 10 - (len(values) - 1)
-        samples[int(key[1:])] = [
-            history_mod.Sample(minutes(start + i), value, 1)
-            for i, value in enumerate(values)]
-    return history_mod.UtilizationHistory(samples)
 
 
 def proposals(balancer, hosts, hist) -> list[tuple[int, str, list[int]]]:
@@ -105,10 +92,6 @@ def test_mean_over_a_short_history_takes_what_there_is():
 
 # even_distribution
 
-def even(**params) -> EvenDistributionBalancer:
-    return EvenDistributionBalancer(
-        EvenDistributionBalancer.validate_parameters("p", params))
-
 
 def test_even_distribution_moves_off_the_busiest_host():
     hosts = [load(1, 85, (2, 4)), load(2, 95, (2, 4)), load(3, 30),
@@ -172,10 +155,6 @@ def test_even_distribution_never_overloads_the_destination():
 
 # power_saving
 
-def saving(**params) -> PowerSavingBalancer:
-    return PowerSavingBalancer(
-        PowerSavingBalancer.validate_parameters("p", params))
-
 
 def test_power_saving_empties_the_emptiest_idle_host():
     hosts = [load(1, 10, (2, 4)), load(2, 5, (2,)), load(3, 50),
@@ -210,10 +189,6 @@ def test_power_saving_needs_low_for_the_whole_duration():
 
 
 # even_vm_count
-
-def vm_count(**params) -> EvenVmCountBalancer:
-    return EvenVmCountBalancer(
-        EvenVmCountBalancer.validate_parameters("p", params))
 
 
 def test_even_vm_count_moves_from_the_fullest_host():

@@ -11,10 +11,10 @@ import pytest
 from scheduler.balancer import base
 from scheduler.hosts import instance_metrics as im
 from scheduler.hosts import state as hm
-from tests.unit.balancer.test_balancers import even
-from tests.unit.balancer.test_balancers import history
-from tests.unit.balancer.test_balancers import saving
-from tests.unit.balancer.test_balancers import vm_count
+from tests.unit.balancer.fakes import even
+from tests.unit.balancer.fakes import history
+from tests.unit.balancer.fakes import saving
+from tests.unit.balancer.fakes import vm_count
 
 NOW = datetime.datetime(2026, 11, 21, 12, 10)
 MAX_AGE = 60

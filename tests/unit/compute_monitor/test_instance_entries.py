@@ -7,9 +7,9 @@ import logging
 import pytest
 
 from compute_monitor.monitors import file
-from tests.unit.compute_monitor.test_agent import TS
-from tests.unit.compute_monitor.test_agent import make_agent
-from tests.unit.compute_monitor.test_agent import metric
+from tests.unit.compute_monitor.fakes import TS
+from tests.unit.compute_monitor.fakes import make_agent
+from tests.unit.compute_monitor.fakes import metric
 
 
 def of(instance: str, name: str, value: float) -> dict:

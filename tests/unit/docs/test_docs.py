@@ -9,7 +9,6 @@ import ast
 import pathlib
 import re
 import subprocess
-import typing
 
 import pytest
 from oslo_config import cfg
@@ -22,10 +21,12 @@ from compute_monitor.monitors import libvirt_domains
 from compute_monitor.monitors import memory
 from compute_monitor.monitors import network
 from scheduler.conf import metrics as metrics_conf
-
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-DOCS = ROOT / "docs"
-PAGES = sorted(DOCS.glob("*.md")) + [ROOT / "README.md"]
+from tests.unit.docs.fakes import _BLOCK
+from tests.unit.docs.fakes import DOCS
+from tests.unit.docs.fakes import PAGES
+from tests.unit.docs.fakes import ROOT
+from tests.unit.docs.fakes import client_examples
+from tests.unit.docs.fakes import ini_blocks
 
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^#{1,6} +(.+?) *#*$")
@@ -125,39 +126,8 @@ def test_operator_guide_lists_every_builtin_metric():
 #   <!-- config check: with the example plugins -->
 #   <!-- config check: PATH holds the next json block -->
 
-_BLOCK = re.compile(r"^(?:<!-- config check: (?P<marker>.+?) -->\n)?"
-                    r"```(?P<lang>\w*)\n(?P<text>.*?)^```$",
-                    re.MULTILINE | re.DOTALL)
 #: ``key = value  # words``: oslo.config keeps the words in the value.
 _INLINE_COMMENT = re.compile(r"^\s*[^#;\s\[][^=]*=.*\s[#;]")
-
-
-class Block(typing.NamedTuple):
-    page: pathlib.Path
-    line: int
-    marker: str | None
-    text: str
-    #: Language and text of the fenced blocks after this one.
-    following: list[tuple[str, str]]
-
-    @property
-    def name(self) -> str:
-        return f"{self.page.name}:{self.line}"
-
-
-def ini_blocks() -> list[Block]:
-    """Every ```ini block of the README and docs/."""
-    blocks = []
-    for page in PAGES:
-        text = page.read_text(encoding="utf-8")
-        fenced = list(_BLOCK.finditer(text))
-        for i, match in enumerate(fenced):
-            if match["lang"] == "ini":
-                blocks.append(Block(
-                    page, text.count("\n", 0, match.start("lang")) + 1,
-                    match["marker"], match["text"],
-                    [(m["lang"], m["text"]) for m in fenced[i + 1:]]))
-    return blocks
 
 
 def test_ini_blocks_are_found():
@@ -216,13 +186,6 @@ def test_weight_setting_help_gives_units_and_the_guides_example():
     guide = (DOCS / "operator-guide.md").read_text(encoding="utf-8")
     assert f"weight_setting = {example}\n" in guide
     assert "scheduler-manage metrics list" in help_text
-
-
-def client_examples() -> list[tuple[str, str]]:
-    """(page name, code) of every ```python block calling SchedulerAPI."""
-    return [(page.name, block["text"]) for page in PAGES
-            for block in _BLOCK.finditer(page.read_text(encoding="utf-8"))
-            if block["lang"] == "python" and "SchedulerAPI(" in block["text"]]
 
 
 def _handled(node: ast.Try) -> set[str]:

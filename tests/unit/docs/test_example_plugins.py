@@ -22,19 +22,19 @@ from scheduler.engine import filter_scheduler
 from scheduler.engine import plugin_guard
 from scheduler.hosts import state as hm
 from scheduler.hosts.table import HostTable
-from tests.unit.hosts.test_table import NOW
-from tests.unit.hosts.test_table import OPTIONS
-from tests.unit.hosts.test_table import PROPERTY
-from tests.unit.hosts.test_table import _outcome
-from tests.unit.hosts.test_table import _without_columns
-from tests.unit.hosts.test_table import apply_options
-from tests.unit.hosts.test_table import as_optional
-from tests.unit.hosts.test_table import configured
-from tests.unit.hosts.test_table import fleets
-from tests.unit.hosts.test_table import metric_values
-from tests.unit.hosts.test_table import moments
-from tests.unit.hosts.test_table import request
-from tests.unit.hosts.test_table import spec_dicts
+from tests.unit.hosts.fakes import NOW
+from tests.unit.hosts.fakes import OPTIONS
+from tests.unit.hosts.fakes import PROPERTY
+from tests.unit.hosts.fakes import _outcome
+from tests.unit.hosts.fakes import _without_columns
+from tests.unit.hosts.fakes import apply_options
+from tests.unit.hosts.fakes import as_optional
+from tests.unit.hosts.fakes import configured
+from tests.unit.hosts.fakes import fleets
+from tests.unit.hosts.fakes import metric_values
+from tests.unit.hosts.fakes import moments
+from tests.unit.hosts.fakes import request
+from tests.unit.hosts.fakes import spec_dicts
 
 sys.path.append(str(Path(__file__).resolve().parents[3] / "examples"
                        / "scheduler-example-plugins"))

@@ -2,7 +2,6 @@
 
 import datetime
 import logging
-import random
 
 import numpy as np
 import pytest
@@ -11,33 +10,11 @@ from scheduler import exception
 from scheduler.db import models
 from scheduler.engine import filter_scheduler
 from scheduler.hosts import state as hm
-from scheduler.request.spec import RequestSpec
+from tests.unit.engine.fakes import host
+from tests.unit.engine.fakes import scheduler
+from tests.unit.engine.fakes import spec
 
 GIB = 2**30
-
-
-def host(name, ram_mb=8192, vcpus=8, disk_gb=100, metrics=None, **kw):
-    now = models.utcnow()
-    return hm.HostState(
-        node_id=hash(name) % 10000, uuid=name, host=name, nodename=name,
-        availability_zone="nova", vcpus=vcpus, memory_mb=ram_mb,
-        disk_gb=disk_gb, updated_at=now, metrics_updated_at=now,
-        metrics={k: hm.Metric(v, now) for k, v in (metrics or {}).items()},
-        **kw)
-
-
-def spec(vcpus=1, ram=1024, disk=10, extra_specs=None, **kw):
-    return RequestSpec.from_dict({"flavor": {
-        "name": "m1", "vcpus": vcpus, "memory_mb": ram, "root_gb": disk,
-        "extra_specs": extra_specs or {}}, **kw})
-
-
-def scheduler(conf, **overrides):
-    for name, value in overrides.items():
-        group = "metrics" if name in ("weight_setting", "required") \
-            else "filter_scheduler"
-        conf.set_override(name, value, group=group)
-    return filter_scheduler.FilterScheduler(conf, rng=random.Random(1))
 
 
 def test_most_free_ram_wins_with_alternates(conf):

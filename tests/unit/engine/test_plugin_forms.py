@@ -15,11 +15,11 @@ from scheduler.filters.capacity import CapacityFilter
 from scheduler.hosts.table import HostTable
 from scheduler.weights.attribute import AttributeWeigher
 from tests.fakes import make_host
-from tests.unit.engine.test_filter_scheduler import spec
-from tests.unit.engine.test_plugin_guard import SICK
-from tests.unit.engine.test_plugin_guard import errors_counted
-from tests.unit.engine.test_plugin_guard import fleet
-from tests.unit.engine.test_plugin_guard import make
+from tests.unit.engine.fakes import SICK
+from tests.unit.engine.fakes import errors_counted
+from tests.unit.engine.fakes import fleet
+from tests.unit.engine.fakes import make
+from tests.unit.engine.fakes import spec
 
 
 @pytest.fixture(autouse=True)

@@ -2,22 +2,21 @@
 (issue 18 item 7, ``scheduler.engine.plugin_guard``)."""
 
 import logging
-import random
 
 import numpy as np
-import prometheus_client
 import pytest
 
 from scheduler import exception
 from scheduler import filters
 from scheduler import weights
-from scheduler.engine import filter_scheduler
 from scheduler.engine import plugin_guard
 from scheduler.hosts.table import HostTable
-from tests.unit.engine.test_filter_scheduler import host
-from tests.unit.engine.test_filter_scheduler import spec
-
-SICK = "sick"
+from tests.unit.engine.fakes import SICK
+from tests.unit.engine.fakes import errors_counted
+from tests.unit.engine.fakes import fleet
+from tests.unit.engine.fakes import host
+from tests.unit.engine.fakes import make
+from tests.unit.engine.fakes import spec
 
 
 @pytest.fixture(autouse=True)
@@ -25,11 +24,6 @@ def fresh_error_log():
     plugin_guard.errors.reset()
     yield
     plugin_guard.errors.reset()
-
-
-def errors_counted(plugin: str) -> float:
-    return prometheus_client.REGISTRY.get_sample_value(
-        "scheduler_plugin_errors_total", {"plugin": plugin}) or 0.0
 
 
 def tracebacks(caplog, plugin: str) -> list[logging.LogRecord]:
@@ -131,23 +125,6 @@ class MultiplierWeigher(weights.BaseHostWeigher):
 
     def multiplier(self, spec):
         raise TypeError("bad multiplier")
-
-
-def make(conf, host_filters=(), host_weighers=()):
-    conf.set_override("enabled_filters", ["ComputeFilter"],
-                      group="filter_scheduler")
-    conf.set_override("weight_classes", [], group="filter_scheduler")
-    scheduler = filter_scheduler.FilterScheduler(conf, rng=random.Random(1))
-    scheduler.filters.extend(host_filters)
-    scheduler.weighers.extend(host_weighers)
-    # As a Pipeline listing them would: each weigher's factor is 1.
-    scheduler._factors.update((w.name, 1.0) for w in host_weighers)
-    return scheduler
-
-
-def fleet():
-    return [host("a", ram_mb=4096), host(SICK, ram_mb=16384),
-            host("c", ram_mb=8192)]
 
 
 @pytest.mark.parametrize("filter_class", [KeyErrorFilter,

@@ -11,9 +11,9 @@ from scheduler import exception
 from scheduler.cmd import output
 from scheduler.engine import warnings as request_warnings
 from scheduler.request import extra_specs
-from tests.unit.engine.test_filter_scheduler import host
-from tests.unit.engine.test_filter_scheduler import scheduler
-from tests.unit.engine.test_filter_scheduler import spec
+from tests.unit.engine.fakes import host
+from tests.unit.engine.fakes import scheduler
+from tests.unit.engine.fakes import spec
 
 KNOWN = ("resources", "capabilities")
 

@@ -6,72 +6,32 @@ import pytest
 from oslo_config import cfg
 from stevedore import driver
 
-import scheduler.conf
 from scheduler.common import clock
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.filters import affinity_filter
-from scheduler.filters import availability_zone_filter
-from scheduler.filters import cluster_filter
 from scheduler.filters import compute_filter
-from scheduler.filters import core_filter
-from scheduler.filters import disk_filter
-from scheduler.filters import ignore_hosts_filter
-from scheduler.filters import network_filter
-from scheduler.filters import num_instances_filter
-from scheduler.filters import pin_to_host_filter
-from scheduler.filters import ram_filter
 from scheduler.hosts.state import HostState
 from scheduler.request.spec import RequestSpec
 from tests.fakes import make_host
+from tests.unit.filters.fakes import OUR_FILTERS
+from tests.unit.filters.fakes import check
+from tests.unit.filters.fakes import make_spec
+from tests.unit.filters.fakes import plain_conf
+
+
+@pytest.fixture
+def conf() -> cfg.ConfigOpts:
+    return plain_conf()
+
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
 UUID_A = "aaaaaaaa-0000-0000-0000-000000000001"
 UUID_B = "bbbbbbbb-0000-0000-0000-000000000002"
 
-OUR_FILTERS = {
-    "ComputeFilter": compute_filter.ComputeFilter,
-    "RamFilter": ram_filter.RamFilter,
-    "CoreFilter": core_filter.CoreFilter,
-    "DiskFilter": disk_filter.DiskFilter,
-    "AvailabilityZoneFilter":
-        availability_zone_filter.AvailabilityZoneFilter,
-    "ClusterFilter": cluster_filter.ClusterFilter,
-    "NetworkFilter": network_filter.NetworkFilter,
-    "PinToHostFilter": pin_to_host_filter.PinToHostFilter,
-    "IgnoreHostsFilter": ignore_hosts_filter.IgnoreHostsFilter,
-    "NumInstancesFilter": num_instances_filter.NumInstancesFilter,
-    "SameHostFilter": affinity_filter.SameHostFilter,
-    "DifferentHostFilter": affinity_filter.DifferentHostFilter,
-    "ServerGroupAffinityFilter": affinity_filter.ServerGroupAffinityFilter,
-    "ServerGroupAntiAffinityFilter":
-        affinity_filter.ServerGroupAntiAffinityFilter,
-}
-
-
-@pytest.fixture
-def conf() -> cfg.ConfigOpts:
-    conf = cfg.ConfigOpts()
-    scheduler.conf.register_opts(conf)
-    conf([])
-    return conf
-
 
 @pytest.fixture(autouse=True)
 def frozen_now(monkeypatch) -> None:
     monkeypatch.setattr(clock, "utcnow", lambda: NOW)
-
-
-def make_spec(flavor: dict | None = None, **fields) -> RequestSpec:
-    spec = {"flavor": {"vcpus": 1, "memory_mb": 512, "root_gb": 1,
-                       **(flavor or {})}}
-    spec.update(fields)
-    return RequestSpec.from_dict(spec)
-
-
-def check(conf, name: str, host: HostState,
-          spec: RequestSpec) -> Rejection | None:
-    return OUR_FILTERS[name](conf).reject(host, spec)
 
 
 def reason(conf, name: str, host: HostState,

@@ -3,12 +3,18 @@ the node's physical total, whatever the allocation ratio (issue 18): its
 own reason, only where overcommit would otherwise have let it in."""
 
 import pytest
+from oslo_config import cfg
 
 from scheduler.filters import Rejection
 from tests.fakes import make_host
-from tests.unit.filters.test_filters import check
-from tests.unit.filters.test_filters import conf  # noqa: F401 (fixture)
-from tests.unit.filters.test_filters import make_spec
+from tests.unit.filters.fakes import check
+from tests.unit.filters.fakes import make_spec
+from tests.unit.filters.fakes import plain_conf
+
+
+@pytest.fixture
+def conf() -> cfg.ConfigOpts:
+    return plain_conf()
 
 
 @pytest.mark.parametrize(("name", "fields", "flavor", "detail"), [
@@ -26,7 +32,7 @@ from tests.unit.filters.test_filters import make_spec
      "of instances, not to one)"),
 ])
 def test_instance_larger_than_node_rejected_despite_ratio(
-        conf, name, fields, flavor, detail):  # noqa: F811
+        conf, name, fields, flavor, detail):
     # Overcommit shares a node between instances, it does not grow it
     # for one: an empty node with room under its ratio still refuses.
     rejection = check(conf, name, make_host(**fields), make_spec(flavor))
@@ -45,5 +51,5 @@ def test_instance_larger_than_node_rejected_despite_ratio(
                     "disk_gb_claimed": 100}, {"root_gb": 12}),
 ])
 def test_instance_as_large_as_node_still_overcommits(
-        conf, name, fields, flavor):  # noqa: F811
+        conf, name, fields, flavor):
     assert check(conf, name, make_host(**fields), make_spec(flavor)) is None

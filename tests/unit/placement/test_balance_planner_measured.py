@@ -12,11 +12,11 @@ from scheduler.balancer import base
 from scheduler.db import models
 from scheduler.placement import migrations as migrations_mod
 from tests.unit.placement import test_balance_planner
-from tests.unit.placement.test_balance_planner import ALLOCATIONS
-from tests.unit.placement.test_balance_planner import HOST_VCPUS
-from tests.unit.placement.test_balance_planner import NODES
-from tests.unit.placement.test_balance_planner import Fleet
-from tests.unit.placement.test_balance_planner import planner
+from tests.unit.placement.fakes import ALLOCATIONS
+from tests.unit.placement.fakes import HOST_VCPUS
+from tests.unit.placement.fakes import NODES
+from tests.unit.placement.fakes import Fleet
+from tests.unit.placement.fakes import planner
 
 #: The planner tests' configuration fixture.
 conf = test_balance_planner.conf

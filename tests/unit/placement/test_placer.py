@@ -11,10 +11,10 @@ from sqlalchemy import exc as sa_exc
 from scheduler import claims
 from scheduler import manager
 from scheduler.placement import migrations as migrations_mod
-from tests.unit.placement.test_balance_planner import claims_by_instance
-from tests.unit.placement.test_balance_planner import planner
-from tests.unit.placement.test_balance_planner import record_history
-from tests.unit.placement.test_balance_planner import standard_fleet
+from tests.unit.placement.fakes import claims_by_instance
+from tests.unit.placement.fakes import planner
+from tests.unit.placement.fakes import record_history
+from tests.unit.placement.fakes import standard_fleet
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import pytest
 
 from scheduler import exception
 from scheduler.rpc import arguments
-from tests.unit.rpc.test_rpc import SPEC
-from tests.unit.rpc.test_rpc import UUID1
-from tests.unit.rpc.test_rpc import _Bus
+from tests.unit.rpc.fakes import SPEC
+from tests.unit.rpc.fakes import UUID1
+from tests.unit.rpc.fakes import _Bus
 
 
 @pytest.fixture(scope="module")
