@@ -16,8 +16,26 @@ from oslo_config import cfg
 import scheduler.conf
 from scheduler import exception
 from scheduler.engine import filter_scheduler
+from scheduler.filters import availability_zone_filter
+from scheduler.filters import cluster_filter
+from scheduler.filters import compute_capabilities_filter
+from scheduler.filters.compute_filter import ComputeFilter
+from scheduler.filters.core_filter import CoreFilter
+from scheduler.filters.disk_filter import DiskFilter
+from scheduler.filters.metrics_filter import MetricsFilter
+from scheduler.filters.num_instances_filter import NumInstancesFilter
+from scheduler.filters.ram_filter import RamFilter
+from scheduler.filters.resources_threshold_filter import (
+    ResourcesThresholdFilter,
+)
 from scheduler.hosts import state as hm
 from scheduler.request.spec import RequestSpec
+from scheduler.weights.cpu import CPUWeigher
+from scheduler.weights.disk import DiskWeigher
+from scheduler.weights.metrics import MetricsWeigher
+from scheduler.weights.num_instances import NumInstancesWeigher
+from scheduler.weights.ram import RAMWeigher
+from scheduler.weights.resources import ResourcesWeigher
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
 
@@ -314,3 +332,16 @@ def _outcome(scheduler, spec_dict, hosts, uuids):
            for name, term in r.weights.items()})
          for r in decision.results],
     ) for decision in decisions]
+
+
+COLUMN_FILTERS = (
+    ComputeFilter, RamFilter, CoreFilter, DiskFilter,
+    availability_zone_filter.AvailabilityZoneFilter,
+    cluster_filter.ClusterFilter, NumInstancesFilter, MetricsFilter,
+    ResourcesThresholdFilter,
+    compute_capabilities_filter.ComputeCapabilitiesFilter)
+
+
+COLUMN_WEIGHERS = (
+    RAMWeigher, CPUWeigher, DiskWeigher, NumInstancesWeigher,
+    MetricsWeigher, ResourcesWeigher)

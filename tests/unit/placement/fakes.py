@@ -7,6 +7,7 @@ import json
 import uuid
 
 import sqlalchemy as sa
+from oslo_config import cfg
 
 from scheduler.db import models
 from scheduler.placement import balance_planner as planner_mod
@@ -138,3 +139,12 @@ def claims_by_instance(engine) -> dict[str, str]:
             ALLOCATIONS.c.instance_uuid, NODES.c.host).join_from(
                 ALLOCATIONS, NODES)).all()
     return dict(rows)
+
+
+def planner_conf(conf: cfg.ConfigOpts) -> cfg.ConfigOpts:
+    """``conf`` with vCPUs counted one for one and one candidate host per
+    decision (the planner's tests)."""
+    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
+    conf.set_override("host_subset_size", 1, group="filter_scheduler")
+    return conf
+

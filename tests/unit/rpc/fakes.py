@@ -138,3 +138,7 @@ class _Bus:
 
 PLANNED = {"uuid": UUID1, "source_host": "node-1", "dest_host": "node-2",
            "state": "planned"}
+
+
+def _next(events: queue.Queue) -> tuple:
+    return events.get(timeout=10)

@@ -2,6 +2,7 @@
 SQLite database with the schema, its engine, a clock moved by hand and a
 HostManager reading through both."""
 
+import orjson
 import pytest
 from oslo_config import cfg
 
@@ -9,6 +10,7 @@ from scheduler import conf as scheduler_conf
 from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
 from scheduler.db import schema
+from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.manager import HostManager
 
 
@@ -57,3 +59,21 @@ def clock():
 @pytest.fixture
 def manager(conf, clock):
     return HostManager(conf, clock=clock)
+
+
+@pytest.fixture
+def count_json(monkeypatch):
+    """Counts the JSON documents parsed while the test runs (by orjson,
+    or by msgspec for well-formed metrics)."""
+    calls = []
+
+    def counting(real):
+        def parse(text, *args, **kwargs):
+            calls.append(text)
+            return real(text, *args, **kwargs)
+        return parse
+
+    monkeypatch.setattr(orjson, "loads", counting(orjson.loads))
+    monkeypatch.setattr(decode, "_read_entries",
+                        counting(decode._read_entries))
+    return calls

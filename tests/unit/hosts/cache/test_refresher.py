@@ -18,12 +18,12 @@ from scheduler.hosts.cache import refresher as host_cache_refresher
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.rpc import server
 from tests import fakes
-from tests.unit.hosts.cache.test_manager import NODES
-from tests.unit.hosts.cache.test_manager import SECOND
-from tests.unit.hosts.cache.test_manager import add_node
-from tests.unit.hosts.cache.test_manager import by_host
-from tests.unit.hosts.cache.test_manager import claim
-from tests.unit.hosts.cache.test_manager import update_node
+from tests.unit.hosts.cache.fakes import NODES
+from tests.unit.hosts.cache.fakes import SECOND
+from tests.unit.hosts.cache.fakes import add_node
+from tests.unit.hosts.cache.fakes import by_host
+from tests.unit.hosts.cache.fakes import claim
+from tests.unit.hosts.cache.fakes import update_node
 
 WAIT = 60  # seconds: a bound for a hung thread, not a speed requirement
 

@@ -1,0 +1,310 @@
+"""scheduler.hosts.cache.manager.HostManager: claims, releases, reports and
+node changes an incremental refresh sees."""
+
+import dataclasses
+import datetime
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler.db import host_queries
+from scheduler.db import models
+from scheduler.hosts.cache.manager import HostManager
+from tests.unit.hosts.cache.fakes import ALLOCATIONS
+from tests.unit.hosts.cache.fakes import NODES
+from tests.unit.hosts.cache.fakes import SECOND
+from tests.unit.hosts.cache.fakes import add_node
+from tests.unit.hosts.cache.fakes import by_host
+from tests.unit.hosts.cache.fakes import claim
+from tests.unit.hosts.cache.fakes import metrics_json
+from tests.unit.hosts.cache.fakes import report
+from tests.unit.hosts.cache.fakes import update_node
+
+
+def test_new_claim_bumping_the_generation_is_seen(engine, manager):
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    assert manager.host_states()[0].free_vcpus == 128
+    instance = claim(engine, node, vcpus=3, memory_mb=2048, disk_gb=7,
+                     group="g")
+    host = manager.host_states()[0]
+    assert not manager.last_refresh.full
+    assert manager.last_refresh.allocations_read == 1
+    assert host.free_vcpus == 125
+    assert host.free_disk_gb == 93
+    assert host.instances == {instance}
+    assert host.instance_groups == {"g"}
+    assert (host.vcpus_pending, host.memory_mb_pending) == (3, 2048)
+    assert host.generation == 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Claimed:
+    """A claim as ``HostManager.record_claim`` reads it
+    (``ClaimedUsage``)."""
+
+    node_id: int
+    generation: int | None
+    changed_at: datetime.datetime | None
+    instance_uuid: str
+    vcpus: int = 3
+    memory_mb: int = 512
+    disk_gb: int = 10
+    group: str | None = None
+
+
+def test_recorded_claim_is_cached_as_a_refresh_would_read_it(
+        conf, engine, manager):
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    add_node(engine, "b", when=models.utcnow() - 10 * SECOND)
+    manager.host_states()
+    table = manager.host_table()
+    instance = claim(engine, node, vcpus=3, memory_mb=2048, disk_gb=7,
+                     group="g")
+    with engine.connect() as connection:
+        row = connection.execute(sa.select(NODES).where(
+            NODES.c.id == node)).one()
+    assert manager.record_claim(Claimed(node, row.generation,
+                                        row.changed_at, instance, 3, 2048,
+                                        7, "g"))
+    recorded = by_host(manager.host_states())["a"]
+    # The refresh found the node's key as recorded: nothing read again.
+    assert manager.last_refresh.rows_fetched == 0
+    assert manager.last_refresh.allocations_read == 0
+    fresh = by_host(HostManager(conf).host_states())["a"]
+    assert recorded == fresh
+    assert manager.host_table() is not table
+    assert manager.host_table().column(
+        "free_vcpus", float, lambda host: host.free_vcpus).tolist() == [
+        125.0, 128.0]
+
+
+def test_claim_after_another_change_is_left_to_the_refresh(engine,
+                                                           manager):
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    manager.host_states()
+    claim(engine, node, vcpus=2)  # another scheduler's: generation 1
+    instance = claim(engine, node, vcpus=3)  # ours: generation 2
+    assert not manager.record_claim(Claimed(node, 2, models.utcnow(),
+                                            instance))
+    host = manager.host_states()[0]
+    assert host.vcpus_claimed == 5 and host.generation == 2
+    assert not manager.record_claim(Claimed(node, 2, models.utcnow(),
+                                            instance))
+    assert manager.host_states()[0].vcpus_claimed == 5
+
+
+def test_claim_the_cache_already_counts_is_not_recorded_twice(
+        engine, manager, monkeypatch):
+    """A refresh that read the node before our claim and its claims after
+    counts the claim under the node's older generation: recording it
+    would count it twice under a key the refresh would then trust."""
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    manager.host_states()
+    read_nodes = host_queries.fetch
+    claimed = {}
+
+    def claim_between_the_reads(connection, query, shape, **parameters):
+        rows = read_nodes(connection, query, shape, **parameters)
+        if shape is host_queries.NodeRow and not claimed:
+            claimed["instance"] = claim(engine, node, vcpus=3)
+        return rows
+
+    update_node(engine, node, generation=1)
+    monkeypatch.setattr(host_queries, "fetch", claim_between_the_reads)
+    host = manager.host_states()[0]
+    monkeypatch.setattr(host_queries, "fetch", read_nodes)
+    assert (host.generation, host.vcpus_claimed) == (1, 3)
+    with engine.connect() as connection:
+        row = connection.execute(sa.select(NODES).where(
+            NODES.c.id == node)).one()
+    assert row.generation == 2
+    assert not manager.record_claim(Claimed(node, 2, row.changed_at,
+                                            claimed["instance"]))
+    host = manager.host_states()[0]
+    assert (host.generation, host.vcpus_claimed) == (2, 3)
+
+
+def test_claim_without_a_generation_is_left_to_the_refresh(engine,
+                                                            manager):
+    """An existing claim (not made by the call that returned it) carries
+    no generation: the next refresh reads its node as usual."""
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    manager.host_states()
+    instance = claim(engine, node, vcpus=3)
+    assert not manager.record_claim(Claimed(node, None, None, instance))
+    host = manager.host_states()[0]
+    assert host.vcpus_claimed == 3 and host.generation == 1
+
+
+def test_report_alone_keeps_the_cached_claims(engine, manager):
+    start = models.utcnow() - 20 * SECOND
+    node = add_node(engine, "a", when=start)
+    instance = claim(engine, node, vcpus=3, when=start + SECOND)
+    assert manager.host_states()[0].vcpus_pending == 3
+    report(engine, node, start + 2 * SECOND, cpu_percent=55.0)
+    host = manager.host_states()[0]
+    assert manager.last_refresh.rows_decoded == 1
+    assert manager.last_refresh.allocations_read == 0
+    assert host.metrics["cpu.percent"].value == 55.0
+    assert host.instances == {instance} and host.vcpus_claimed == 3
+    # The report counts the claim now: no longer pending.
+    assert host.vcpus_pending == 0 and host.claims_pending == 0
+
+
+def test_report_alone_leaves_pending_the_claims_it_predates(engine,
+                                                            manager):
+    start = models.utcnow() - 20 * SECOND
+    node = add_node(engine, "a", when=start)
+    claim(engine, node, vcpus=3, memory_mb=300, when=start + SECOND)
+    # Made at +3 s but committed, with its key bump, at +1.5 s: a report
+    # at +2 s then predates it.
+    later = claim(engine, node, vcpus=2, memory_mb=200,
+                  when=start + 3 * SECOND, group="g1", bump=False)
+    update_node(engine, node, changed_at=start + 1.5 * SECOND,
+                generation=NODES.c.generation + 1)
+    before = manager.host_states()[0]
+    assert (before.claims_pending, before.vcpus_pending) == (2, 5)
+    report(engine, node, start + 2 * SECOND)
+    host = manager.host_states()[0]
+    assert manager.last_refresh.allocations_read == 0
+    assert (host.claims_pending, host.vcpus_pending,
+            host.memory_mb_pending) == (1, 2, 200)
+    assert (host.vcpus_claimed, host.memory_mb_claimed) == (5, 500)
+    assert later in host.instances and host.instance_groups == {"g1"}
+
+
+@pytest.mark.parametrize("claim_first", [True, False])
+def test_report_and_claim_since_the_last_read_reads_the_claims(
+        engine, manager, claim_first):
+    start = models.utcnow() - 20 * SECOND
+    node = add_node(engine, "a", when=start)
+    manager.host_states()
+    if claim_first:
+        instance = claim(engine, node, vcpus=3, when=start + SECOND)
+        report(engine, node, start + 2 * SECOND, cpu_percent=55.0)
+    else:
+        report(engine, node, start + SECOND, cpu_percent=55.0)
+        instance = claim(engine, node, vcpus=3, when=start + 2 * SECOND)
+    host = manager.host_states()[0]
+    assert manager.last_refresh.allocations_read == 1
+    assert host.instances == {instance} and host.vcpus_claimed == 3
+    assert host.vcpus_pending == (0 if claim_first else 3)
+
+
+def test_release_then_report_reads_the_claims(engine, manager):
+    start = models.utcnow() - 20 * SECOND
+    node = add_node(engine, "a", when=start)
+    instance = claim(engine, node, vcpus=3, when=start + SECOND)
+    assert manager.host_states()[0].instances == {instance}
+    with engine.begin() as connection:
+        connection.execute(ALLOCATIONS.delete())
+        connection.execute(NODES.update().values(
+            generation=NODES.c.generation + 1,
+            changed_at=start + 2 * SECOND))
+    report(engine, node, start + 3 * SECOND, cpu_percent=5.0)
+    host = manager.host_states()[0]
+    assert host.instances == set() and host.vcpus_claimed == 0
+
+
+def test_released_claim_is_seen(engine, manager):
+    node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
+    instance = claim(engine, node, vcpus=3)
+    assert manager.host_states()[0].vcpus_claimed == 3
+    with engine.begin() as connection:
+        connection.execute(ALLOCATIONS.delete().where(
+            ALLOCATIONS.c.instance_uuid == instance))
+        connection.execute(NODES.update().where(NODES.c.id == node).values(
+            generation=NODES.c.generation + 1, changed_at=models.utcnow()))
+    host = manager.host_states()[0]
+    assert host.vcpus_claimed == 0 and host.instances == set()
+
+
+def test_generation_bump_alone_is_seen(engine, manager, clock):
+    # Two writers may stamp the same changed_at; the generation differs,
+    # which the check of the overlap window (once a second) notices.
+    when = models.utcnow()
+    node = add_node(engine, "a", when=when)
+    manager.host_states()
+    claim(engine, node, vcpus=2, when=when)
+    clock.now += 1
+    assert manager.host_states()[0].vcpus_claimed == 2
+
+
+def test_new_node_appears_incrementally(engine, manager):
+    add_node(engine, "a")
+    manager.host_states()
+    add_node(engine, "0-first")
+    states = manager.host_states()
+    assert not manager.last_refresh.full
+    assert [s.host for s in states] == ["0-first", "a"]
+
+
+def test_renamed_node_is_reordered(engine, manager):
+    first = add_node(engine, "a")
+    add_node(engine, "b")
+    manager.host_states()
+    update_node(engine, first, host="c")
+    assert [s.host for s in manager.host_states()] == ["b", "c"]
+
+
+def test_deleted_node_disappears_after_full_refresh_interval(
+        conf, engine, manager, clock):
+    conf.set_override("full_refresh_interval", 1, group="filter_scheduler")
+    add_node(engine, "a")
+    doomed = add_node(engine, "b")
+    assert len(manager.host_states()) == 2
+    with engine.begin() as connection:
+        connection.execute(NODES.delete().where(NODES.c.id == doomed))
+
+    clock.now += 0.5
+    assert len(manager.host_states()) == 2
+    assert not manager.last_refresh.full
+
+    clock.now += 0.6
+    assert [s.host for s in manager.host_states()] == ["a"]
+    assert manager.last_refresh.full
+    assert manager.last_refresh.hosts == 1
+
+
+def test_now_argument_replaces_the_clock(conf, engine, manager, clock):
+    conf.set_override("full_refresh_interval", 5, group="filter_scheduler")
+    add_node(engine, "a")
+    manager.host_states(now=100.0)
+    manager.host_states(now=104.0)
+    assert not manager.last_refresh.full
+    manager.host_states(now=105.0)
+    assert manager.last_refresh.full
+
+
+def test_full_refresh_reuses_unchanged_decodings(conf, engine, manager,
+                                                 clock, count_json):
+    conf.set_override("full_refresh_interval", 1, group="filter_scheduler")
+    ids = [add_node(engine, f"h{i}") for i in range(4)]
+    before = manager.host_states()
+    count_json.clear()
+    clock.now += 2
+    after = manager.host_states()
+    assert manager.last_refresh.full
+    assert manager.last_refresh.rows_read == 4
+    assert manager.last_refresh.rows_decoded == 0
+    assert count_json == []
+    assert after[0].metrics is before[0].metrics
+
+    # A writer that forgot changed_at is caught by the next full load.
+    with engine.begin() as connection:
+        connection.execute(NODES.update().where(NODES.c.id == ids[1]).values(
+            metrics=metrics_json(models.utcnow(), cpu_percent=55.0)))
+    clock.now += 2
+    states = by_host(manager.host_states())
+    assert manager.last_refresh.rows_decoded == 1
+    assert states["h1"].metrics["cpu.percent"].value == 55.0
+
+
+def test_full_refresh_picks_up_new_conf_defaults(conf, engine, manager,
+                                                 clock):
+    conf.set_override("full_refresh_interval", 1, group="filter_scheduler")
+    add_node(engine, "a")
+    manager.host_states()
+    conf.set_override("ram_allocation_ratio", 1.0, group="filter_scheduler")
+    clock.now += 2
+    assert manager.host_states()[0].free_ram_mb == 16384
