@@ -3,6 +3,7 @@
 import uuid
 
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 
 from scheduler import claims
 from scheduler.db import models
@@ -37,3 +38,16 @@ def allocations(engine) -> list:
 
 def new_uuid() -> str:
     return str(uuid.uuid4())
+
+
+class FailingReleases:
+    """A store whose releases fail ``failures[allocation_id]`` times."""
+
+    def __init__(self, failures: dict[str, int]):
+        self.failures = dict(failures)
+
+    def release_allocation(self, allocation_id, made_before=None):
+        if self.failures.get(allocation_id, 0) > 0:
+            self.failures[allocation_id] -= 1
+            raise sa_exc.OperationalError("DELETE", {}, Exception("away"))
+        return True

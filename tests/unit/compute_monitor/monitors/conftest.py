@@ -1,10 +1,13 @@
 """Fixtures of the monitor tests: a compute monitor ConfigOpts writing
 under tmp_path, and its metrics file."""
 
+
 import pytest
 from oslo_config import cfg
 
 import compute_monitor.conf
+from compute_monitor.monitors import _delta
+from tests.unit.compute_monitor.monitors.fakes import FakeClock
 
 
 @pytest.fixture
@@ -24,3 +27,10 @@ def conf(tmp_path):
 @pytest.fixture
 def metrics_file(conf):
     return conf.compute_monitor.file_path
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(_delta, "time", clock)
+    return clock
