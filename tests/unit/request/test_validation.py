@@ -182,7 +182,8 @@ def test_a_flood_is_left_to_jsonschema_unread(request_spec, message):
 FLAVOR = {"vcpus": 1, "memory_mb": 512, "root_gb": 1}
 
 
-@pytest.mark.parametrize("request_spec, message", [
+#: Requests the schema refuses, and the start of each refusal's message.
+SCHEMA_REJECTIONS = [
     ({"flavor": {**FLAVOR, "vcpus": "two"}},
      "request_spec.flavor.vcpus: 'two' is not of type 'integer'"),
     ({"flavor": {**FLAVOR, "vcpus": True}},
@@ -242,7 +243,10 @@ FLAVOR = {"vcpus": 1, "memory_mb": 512, "root_gb": 1}
      "'number' or 'boolean' or 'null'"),
     ("flavor=m1", "request_spec: 'flavor=m1' is not of type 'object'"),
     (None, "request_spec: None is not of type 'object'"),
-])
+]
+
+
+@pytest.mark.parametrize("request_spec, message", SCHEMA_REJECTIONS)
 def test_schema_rejections_name_the_field(mgr, engine, request_spec,
                                           message):
     add_node(engine, "a")
