@@ -7,18 +7,17 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
-import psutil
 import pytest
 import sqlalchemy as sa
 
 from scheduler.db import models
 from scheduler.db import schema
 from scheduler.rpc import rpcapi
-from tests.functional import processes
+from tests.functional.fault_load import Call
+from tests.functional.fault_load import Running
+from tests.functional.fault_load import call
 from tests.functional.rpc_harness import SERVING
-from tests.functional.rpc_harness import new_uuid
 from tests.functional.rpc_harness import wait_for_log
 from tools.service_harness import BusNames
 
@@ -46,12 +45,6 @@ FAULT_WORKERS = 2
 
 #: Seconds the service may take to serve again once it is back.
 RECOVERY_TIMEOUT = 60
-
-
-FLAVOR = {"name": "tiny", "vcpus": 1, "memory_mb": 64, "root_gb": 1}
-
-
-SPEC = {"flavor": FLAVOR}
 
 
 def _engine(url: str) -> sa.Engine:
@@ -146,21 +139,6 @@ def service_sections(names: BusNames, broker: str, db_url: str,
     return sections
 
 
-@dataclasses.dataclass
-class Running:
-    config: Path
-    process: processes.ScriptProcess
-    workers: list[int]
-
-    @property
-    def pid(self) -> int:
-        return self.process.popen.pid
-
-    def worker_pids(self) -> list[int]:
-        return sorted(child.pid for child in
-                      psutil.Process(self.pid).children())
-
-
 @contextlib.contextmanager
 def running_service(broker: str, db_url: str, write_config,
                     start_console_script, workers: int,
@@ -186,45 +164,6 @@ def running_service(broker: str, db_url: str, write_config,
         # again.
         process.stop()
         names.delete(broker)
-
-
-@dataclasses.dataclass
-class Call:
-    """One select_destinations call and how it ended."""
-
-    spec: dict
-    uuids: list[str]
-    started: float
-    ended: float
-    result: list[list[dict]] | None = None
-    error: BaseException | None = None
-
-    @property
-    def duration(self) -> float:
-        return self.ended - self.started
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def claims(self) -> dict[str, tuple[str, str]]:
-        assert self.result is not None
-        return {instance: (entries[0]["allocation_id"], entries[0]["host"])
-                for instance, entries in zip(self.uuids, self.result,
-                                             strict=True)}
-
-
-def call(api: rpcapi.SchedulerAPI, spec: dict, uuids: list[str]) -> Call:
-    started = time.monotonic()
-    try:
-        result = api.select_destinations(spec, uuids)
-    except Exception as e:
-        return Call(spec, uuids, started, time.monotonic(), error=e)
-    return Call(spec, uuids, started, time.monotonic(), result=result)
-
-
-def single() -> tuple[dict, list[str]]:
-    return SPEC, [new_uuid()]
 
 
 def retry_until_placed(api: rpcapi.SchedulerAPI, failed: list[Call],
@@ -258,3 +197,17 @@ def check_claims_match(db_url: str, placed: list[Call]) -> Audit:
     assert sorted(held.claims) == sorted(seen)
     assert held.claims == seen
     return held
+
+
+LOAD_THREADS = 4
+
+
+#: Seconds the broker or the database stays away.
+OUTAGE = 5
+
+
+#: oslo.messaging logs each notification it could not send with a
+#: traceback (and the payload); the request goes on without it.
+NOTIFICATION_LOGGER = "oslo_messaging.notify.messaging"
+
+

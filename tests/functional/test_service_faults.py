@@ -9,10 +9,11 @@ MariaDB, called by a pool of client threads through ``SchedulerAPI``:
 * RabbitMQ restarted (``rabbitmqctl stop_app`` / ``start_app``) while
   requests flow: callers get bounded messaging errors, the same service
   processes serve again once the broker is back, and retried requests
-  leave one claim per instance;
-* the database going away (a TcpProxy cut) while requests flow: callers get
-  a scheduler error naming the database, the same processes serve again
-  once it is back, and nothing stays half-claimed.
+  leave one claim per instance.
+
+The database going away while requests flow is in
+``test_database_restart``; the clients, the fleet and the checks these
+share are in ``fault_harness``.
 
 The RabbitMQ test restarts a node of its own (``private_rabbitmq``), never
 the broker everybody on this machine uses.
@@ -22,11 +23,8 @@ import collections
 import concurrent.futures
 import contextlib
 import json
-import re
-import threading
 import time
 import types
-from collections.abc import Callable
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,37 +34,38 @@ from sqlalchemy.engine import make_url
 
 from scheduler import claims
 from scheduler import exception
-from scheduler import rpc
 from scheduler.claims import journal as release_journal
 from scheduler.db import models
-from scheduler.rpc import rpcapi
 from tests.functional import private_servers
 from tests.functional.fault_harness import ALLOCATIONS
 from tests.functional.fault_harness import CAPACITY
 from tests.functional.fault_harness import FAULT_WORKERS
+from tests.functional.fault_harness import LOAD_THREADS
 from tests.functional.fault_harness import NODES
+from tests.functional.fault_harness import NOTIFICATION_LOGGER
+from tests.functional.fault_harness import OUTAGE
 from tests.functional.fault_harness import RECOVERY_TIMEOUT
 from tests.functional.fault_harness import ROOMY_VCPUS
-from tests.functional.fault_harness import SPEC
-from tests.functional.fault_harness import Call
 from tests.functional.fault_harness import _engine
 from tests.functional.fault_harness import audit
-from tests.functional.fault_harness import call
 from tests.functional.fault_harness import check_claims_match
 from tests.functional.fault_harness import make_fleet
 from tests.functional.fault_harness import retry_until_placed
 from tests.functional.fault_harness import running_service
-from tests.functional.fault_harness import single
+from tests.functional.fault_load import CALL_BOUND
+from tests.functional.fault_load import RPC_RETRY
+from tests.functional.fault_load import RPC_TIMEOUT
+from tests.functional.fault_load import SPEC
+from tests.functional.fault_load import Load
+from tests.functional.fault_load import burst_answered
+from tests.functional.fault_load import call
+from tests.functional.fault_load import oslo_messaging_module
+from tests.functional.fault_load import single
+from tests.functional.fault_load import summary
+from tests.functional.fault_load import traceback_loggers
+from tests.functional.fault_load import warm_and_load
 from tests.functional.rpc_harness import new_uuid
 from tests.functional.rpc_harness import scheduler_api
-from tests.functional.tcp_proxy import TcpProxy
-
-#: Client side: every call ends within RPC_TIMEOUT x (RPC_RETRY + 1) plus
-#: CALL_SLACK seconds, whatever the broker does.
-RPC_TIMEOUT = 10
-RPC_RETRY = 1
-CALL_SLACK = 5
-CALL_BOUND = RPC_TIMEOUT * (RPC_RETRY + 1) + CALL_SLACK
 
 # The race counts outcomes under contention; it does not bound latency, so
 # a slow or loaded machine must not turn queueing into timeouts.
@@ -74,29 +73,6 @@ RACE_RPC_TIMEOUT = 120
 RACE_CALLS = 400
 RACE_THREADS = 16
 RACE_WORKERS = 4
-
-LOAD_THREADS = 4
-#: Seconds the broker or the database stays away.
-OUTAGE = 5
-
-
-#: oslo.log's default format: date, time, pid, level, logger.
-ANSWERED = re.compile(
-    r"^\S+ \S+ (\d+) DEBUG scheduler\.rpc\.endpoint \[[^\]]*\] "
-    r"select_destinations \(request", re.MULTILINE)
-TRACEBACK = re.compile(
-    r"^\S+ \S+ \d+ [A-Z]+ (\S+) Traceback \(most recent call last\)",
-    re.MULTILINE)
-#: oslo.messaging logs each notification it could not send with a
-#: traceback (and the payload); the request goes on without it.
-NOTIFICATION_LOGGER = "oslo_messaging.notify.messaging"
-
-
-def _messaging():
-    # After scheduler.rpc selected the threading backend
-    # (docs/architecture.md).
-    import oslo_messaging
-    return oslo_messaging
 
 
 # Database
@@ -106,89 +82,6 @@ def _messaging():
 
 
 # Clients
-
-
-class Load:
-    """Client threads sending requests from ``start()`` until ``stop()``
-    (or the end of the with block), each request for new instances;
-    ``requests()`` makes (spec, instance uuids)."""
-
-    def __init__(self, api: rpcapi.SchedulerAPI, threads: int,
-                 requests: Callable[[], tuple[dict, list[str]]] = single,
-                 pause: float = 0.05):
-        self.api = api
-        self.requests = requests
-        self.pause = pause
-        self.calls: list[Call] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, daemon=True)
-                         for _ in range(threads)]
-
-    def __enter__(self) -> "Load":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        # A failed test must not leave clients calling.
-        self._stop.set()
-        for thread in self._threads:
-            if thread.ident is not None:
-                thread.join(CALL_BOUND + 5)
-
-    def start(self) -> None:
-        for thread in self._threads:
-            thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            spec, uuids = self.requests()
-            done = call(self.api, spec, uuids)
-            with self._lock:
-                self.calls.append(done)
-            self._stop.wait(self.pause)
-
-    def snapshot(self) -> list[Call]:
-        with self._lock:
-            return list(self.calls)
-
-    def wait_for(self, what: str, predicate: Callable[[list[Call]], bool],
-                 timeout: float) -> float:
-        """Seconds until ``predicate(calls so far)``; fails after
-        ``timeout``."""
-        started = time.monotonic()
-        while not predicate(self.snapshot()):
-            if time.monotonic() - started > timeout:
-                pytest.fail(f"no {what} within {timeout} s: "
-                            f"{summary(self.snapshot())}", pytrace=False)
-            time.sleep(0.1)
-        return time.monotonic() - started
-
-    def stop(self) -> list[Call]:
-        self._stop.set()
-        for thread in self._threads:
-            # A call in progress ends within its own bound.
-            thread.join(CALL_BOUND + 5)
-        assert not any(thread.is_alive() for thread in self._threads), \
-            "a client call outlived its bound"
-        return self.snapshot()
-
-
-def summary(calls: list[Call]) -> str:
-    errors = collections.Counter(type(c.error).__name__ for c in calls
-                                 if not c.ok)
-    longest = max((c.duration for c in calls), default=0.0)
-    return (f"{len(calls)} calls, {sum(c.ok for c in calls)} ok, errors "
-            f"{dict(errors)}, longest {longest:.1f} s")
-
-
-def traceback_loggers(stderr: str) -> collections.Counter:
-    """Loggers that logged a traceback, with how many."""
-    return collections.Counter(TRACEBACK.findall(stderr))
-
-
-def answering_workers(stderr: str) -> set[int]:
-    """Pids of the workers that logged answering select_destinations."""
-    return {int(pid) for pid in ANSWERED.findall(stderr)}
 
 
 # 1. The race over the bus
@@ -303,11 +196,7 @@ def test_rabbitmq_restart_under_load(
             scheduler_api(service.config, timeout=RPC_TIMEOUT,
                           retry=RPC_RETRY) as api, \
             Load(api, LOAD_THREADS) as load:
-        warmup = call(api, *single())
-        assert warmup.ok, warmup.error
-        load.start()
-        load.wait_for("load", lambda calls: sum(c.ok for c in calls) >= 20,
-                      timeout=30)
+        warmup = warm_and_load(api, load)
         outage_began = time.monotonic()
         with broker_stopped(private_rabbitmq):
             down = time.monotonic()
@@ -323,12 +212,7 @@ def test_rabbitmq_restart_under_load(
 
         failed = [c for c in calls if not c.ok]
         retried = retry_until_placed(api, failed)
-        # Every worker consumes again: a burst of new requests is answered
-        # by each of them.
-        burst = [call(api, *single()) for _ in range(20)]
-        assert all(c.ok for c in burst), summary(burst)
-        answered = answering_workers(service.process.stderr[log_offset:])
-        assert service.worker_pids() == service.workers
+        burst, answered = burst_answered(api, service, log_offset)
         stderr = service.process.stderr
 
     longest = max(c.duration for c in calls)
@@ -342,8 +226,8 @@ def test_rabbitmq_restart_under_load(
           f"{recovery:.1f} s after it was back; {len(retried)} failed "
           f"calls retried to success; errors {dict(errors)}; service "
           f"tracebacks by logger {dict(traceback_loggers(stderr))}")
-    bounded = (_messaging().MessagingTimeout,
-               _messaging().MessageDeliveryFailure)
+    bounded = (oslo_messaging_module().MessagingTimeout,
+               oslo_messaging_module().MessageDeliveryFailure)
     assert [repr(c.error) for c in failed
             if not isinstance(c.error, bounded)] == []
     assert longest <= CALL_BOUND
@@ -354,117 +238,3 @@ def test_rabbitmq_restart_under_load(
     # Lost notifications only: the scheduler's own code never failed.
     assert set(traceback_loggers(stderr)) <= {NOTIFICATION_LOGGER}
     assert "failed unexpectedly" not in stderr
-
-
-# 3. The database restarted under load
-
-
-def _requests_of_one_or_three() -> Callable[[], tuple[dict, list[str]]]:
-    counter = iter(range(10**9))
-    lock = threading.Lock()
-
-    def make() -> tuple[dict, list[str]]:
-        with lock:
-            n = next(counter)
-        if n % 2:
-            return {**SPEC, "num_instances": 3}, [new_uuid()
-                                                  for _ in range(3)]
-        return single()
-
-    return make
-
-
-@pytest.mark.postgresql
-def test_database_restart_under_load(
-        broker_url, postgresql_url, write_config,
-        start_console_script):
-    make_fleet(postgresql_url, vcpus=ROOMY_VCPUS)
-    url = make_url(postgresql_url)
-    proxy = TcpProxy(url.host or "127.0.0.1", url.port or 5432)
-    proxy.restore()
-    proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(
-        hide_password=False)
-    try:
-        with running_service(broker_url, proxied, write_config,
-                             start_console_script, FAULT_WORKERS,
-                             debug=True) as service, \
-                scheduler_api(service.config, timeout=RPC_TIMEOUT,
-                              retry=RPC_RETRY) as api, \
-                Load(api, LOAD_THREADS, _requests_of_one_or_three(),
-                     pause=0.1) as load:
-            warmup = call(api, *single())
-            assert warmup.ok, warmup.error
-            load.start()
-            load.wait_for("load",
-                          lambda calls: sum(c.ok for c in calls) >= 20,
-                          timeout=30)
-            proxy.cut()
-            cut = time.monotonic()
-            load.wait_for("failed call while the database is away",
-                          lambda calls: any(not c.ok and c.started >= cut
-                                            for c in calls), timeout=30)
-            time.sleep(max(OUTAGE - (time.monotonic() - cut), 0))
-            proxy.restore()
-            back = time.monotonic()
-            log_offset = len(service.process.stderr)
-            recovery = load.wait_for(
-                "successful call after the database came back",
-                lambda calls: any(c.ok and c.started >= back
-                                  for c in calls),
-                timeout=RECOVERY_TIMEOUT)
-            time.sleep(2)
-            calls = load.stop()
-
-            failed = [c for c in calls if not c.ok]
-            # Before any retry: a failed request holds claims for all of
-            # its instances or for none, unless the service could not
-            # undo them (the database was away) and said so, or its
-            # connection was cut during a statement (a COMMIT the
-            # database applied but could not confirm).
-            held = audit(postgresql_url).claims
-            stderr = service.process.stderr
-            partial = [c for c in failed
-                       if 0 < sum(u in held for u in c.uuids)
-                       < len(c.uuids)]
-            unexplained = [
-                (c.uuids, [held[u][0] for u in c.uuids if u in held],
-                 str(c.error))
-                for c in partial
-                if not all(f"Could not release claim {held[u][0]}" in stderr
-                           for u in c.uuids if u in held)
-                and "Connection refused" in str(c.error)]
-            retried = retry_until_placed(api, failed)
-            burst = [call(api, *single()) for _ in range(20)]
-            assert all(c.ok for c in burst), summary(burst)
-            answered = answering_workers(
-                service.process.stderr[log_offset:])
-            assert service.worker_pids() == service.workers
-            stderr = service.process.stderr
-    finally:
-        proxy.cut()
-
-    errors = collections.Counter(type(c.error).__name__ for c in failed)
-    causes = collections.Counter(
-        str(c.error).split("database error ", 1)[-1][:70] for c in failed)
-    late = [c for c in failed if c.started > back + recovery]
-    print(f"\ndatabase restart: {summary(calls)}; database away "
-          f"{back - cut:.1f} s; first success {recovery:.1f} s after it "
-          f"was back ({len(late)} failures after that); {len(retried)} "
-          f"failed calls retried to success; "
-          f"errors {dict(errors)}; failed multi-instance requests "
-          f"{sum(len(c.uuids) > 1 for c in failed)}, left partial "
-          f"{len(partial)} (unexplained {len(unexplained)}); causes "
-          f"{dict(causes)}; sample: "
-          f"{str(failed[0].error)[:300] if failed else None}")
-    wrong = [repr(c.error)[:300] for c in failed
-             if type(c.error) is not rpc.SchedulerInternalError
-             or "database error" not in str(c.error)]
-    assert wrong == []
-    assert any("the database is unreachable" in str(c.error)
-               for c in failed)
-    assert max(c.duration for c in calls) <= CALL_BOUND
-    assert unexplained == []
-    assert answered == set(service.workers)
-    check_claims_match(postgresql_url, [warmup] + [c for c in calls if c.ok]
-                       + retried + burst)
-    assert traceback_loggers(stderr) == {}
