@@ -22,7 +22,8 @@ Databases:
 Processes (``processes``): ``write_config`` writes an oslo.config file,
 ``run_console_script`` runs a console script to completion,
 ``start_console_script`` starts a long-running one and stops it after the
-test. The broker (``rpc_harness``): ``broker_url``, ``service_config``.
+test. The broker (``rpc_harness``): ``broker_url``, ``service_config``;
+there too the scheduler-manage tests' ``fleet``.
 The example plugin package (``plugin_packages``): ``plugin_env``.
 """
 
@@ -50,6 +51,7 @@ from tests.functional.processes import run_console_script  # noqa: F401
 from tests.functional.processes import start_console_script  # noqa: F401
 from tests.functional.processes import write_config  # noqa: F401
 from tests.functional.rpc_harness import broker_url  # noqa: F401
+from tests.functional.rpc_harness import fleet  # noqa: F401
 from tests.functional.rpc_harness import service_config  # noqa: F401
 
 BACKENDS = ("sqlite", "postgresql", "mysql")
@@ -216,7 +218,6 @@ def balancing_conf() -> Iterator[Callable[[str], cfg.ConfigOpts]]:
     db_api.dispose_engines()
 
 
-
 # Private servers: fault tests stop and restart these, never the machine's.
 
 
@@ -252,3 +253,5 @@ def private_mariadb() -> Iterator[private_servers.PrivateMariaDB]:
         yield server.start()
     finally:
         server.close()
+
+

@@ -183,3 +183,9 @@ def start_console_script(tmp_path: Path) -> Iterator[ScriptStarter]:
         process.stop()
 
 
+def run_manage(run_console_script: ScriptRunner,
+               config: str | os.PathLike, *args: str
+               ) -> subprocess.CompletedProcess:
+    """``scheduler-manage ARGS`` on ``config``, run to completion."""
+    return run_console_script("scheduler-manage", *args, config_file=config)
+

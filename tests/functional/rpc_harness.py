@@ -1,7 +1,8 @@
 """The shared pieces of the tests that run a real ``scheduler-service``
 over the local RabbitMQ: the ``broker_url`` and ``service_config``
-fixtures (a test module imports them), a small fleet, waiting for a log
-line, the client an API node has.
+fixtures (and ``fleet``, of the scheduler-manage tests; ``conftest``
+registers them), a small fleet, waiting for a log line, the client an
+API node has.
 
 RabbitMQ defaults to ``rabbit://guest:guest@127.0.0.1:5672/``; point the
 tests elsewhere with ``SCHEDULER_TEST_RABBIT_URL``. An unreachable broker
@@ -198,3 +199,25 @@ def service_config(broker_url, sqlite_url, write_config):
     for names in created:
         names.delete(broker_url)
 
+
+@pytest.fixture
+def fleet(db_url, write_config):
+    """The scheduler-manage tests' fleet (big, mid, small, a node with
+    garbled metrics and a disabled one) in ``db_url``; the path of a
+    config file on it."""
+    engine = sa.create_engine(db_url, poolclass=sa.pool.NullPool)
+    schema.db_sync(engine)
+    with engine.begin() as connection:
+        connection.execute(models.ComputeNode.__table__.insert(), [
+            node("big", 65536, {"memory.free": 60 * GIB,
+                                 "network.rx.bps": 90e6}),
+            node("mid", 32768, {"memory.free": 30 * GIB,
+                                 "network.rx.bps": 10e6}),
+            node("small", 2048, {"memory.free": 1 * GIB,
+                                  "network.rx.bps": 1e6}),
+            # Garbage metrics: still scheduled on for what it has.
+            node("garbled", 16384, "{not json"),
+            node("off", 65536, {"memory.free": 60 * GIB}, disabled=True),
+        ])
+    engine.dispose()
+    return write_config({"database": {"connection": db_url}})

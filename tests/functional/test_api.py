@@ -69,6 +69,20 @@ def test_policy_units(api):
     assert refused.status == 409 and "internal" in refused.message
 
 
+def _check_a_locked_policy(api, base: dict) -> None:
+    """A locked policy is copied; its edit and deletion are refused."""
+    copy = api.call("POST", "/v1/schedulingpolicies",
+                    {"name": "my_power", "based_on": base["id"]})
+    assert copy.status == 201
+    assert copy.body["weights"] == base["weights"]
+    assert copy.body["balance"] == base["balance"]
+    refused = api.call("PUT", f"/v1/schedulingpolicies/{base['id']}",
+                       {"description": "x"})
+    assert refused.status == 409 and "locked" in refused.message
+    assert api.call("DELETE", f"/v1/schedulingpolicies/{base['id']}"
+                    ).status == 409
+
+
 def test_policy_lifecycle(api):
     locked = {p["name"]: p for p in _policies(api) if p["locked"]}
     assert {"none", "evenly_distributed", "power_saving",
@@ -108,18 +122,7 @@ def test_policy_lifecycle(api):
     assert api.call("DELETE", f"{path}/filters/CoreFilter").status == 204
     assert [f["unit"] for f in api.get(f"{path}/filters").body[
         "filters"]] == ["RamFilter"]
-    # Copy a locked one; edit of a locked one is refused.
-    base = locked["power_saving"]
-    copy = api.call("POST", "/v1/schedulingpolicies",
-                    {"name": "my_power", "based_on": base["id"]})
-    assert copy.status == 201
-    assert copy.body["weights"] == base["weights"]
-    assert copy.body["balance"] == base["balance"]
-    refused = api.call("PUT", f"/v1/schedulingpolicies/{base['id']}",
-                       {"description": "x"})
-    assert refused.status == 409 and "locked" in refused.message
-    assert api.call("DELETE", f"/v1/schedulingpolicies/{base['id']}"
-                    ).status == 409
+    _check_a_locked_policy(api, locked["power_saving"])
     # Attached: 409 naming the cluster; detached: deleted.
     attach = api.call("PUT", "/v1/clusters/c1",
                       {"scheduling_policy": {"id": policy["id"]}})

@@ -39,6 +39,17 @@ class _Collector:
         self.events.put((event_type, payload))
 
 
+def _balancing_sections(names: BusNames, broker_url: str,
+                        db_url: str) -> dict:
+    """A service balancing c1 evenly on call only (no periodic tick)."""
+    sections = names.sections(broker_url)
+    sections["database"] = {"connection": db_url}
+    sections["filter_scheduler"] = {"cpu_allocation_ratio": 1.0}
+    sections["scheduler"] = {"cluster_policies": "c1:evenly_distributed"}
+    sections["balancer"] = {"interval": 0}
+    return sections
+
+
 def test_balance_plans_over_the_bus_and_notifies(
         broker_url, postgresql_url, fleet_conf,
         write_config, start_console_script):
@@ -50,13 +61,8 @@ def test_balance_plans_over_the_bus_and_notifies(
     record_history(fleet, history)
 
     names = BusNames()
-    sections = names.sections(broker_url)
-    sections["database"] = {"connection": postgresql_url}
-    sections["filter_scheduler"] = {"cpu_allocation_ratio": 1.0}
-    sections["scheduler"] = {"cluster_policies": "c1:evenly_distributed"}
-    # No periodic tick: only the calls below balance.
-    sections["balancer"] = {"interval": 0}
-    config = write_config(sections)
+    config = write_config(_balancing_sections(names, broker_url,
+                                              postgresql_url))
     service = start_console_script("scheduler-service", config_file=config)
     # After scheduler.rpc chose oslo.service's threading backend
     # (docs/architecture.md): a top-level import would sort before it.

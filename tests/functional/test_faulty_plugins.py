@@ -117,21 +117,42 @@ def _fleet(url: str) -> None:
     engine.dispose()
 
 
+def _faulty_sections(names: BusNames, broker_url: str, db_url: str,
+                     metrics_port: int) -> dict:
+    """A service running the faulty filter and weigher, one worker: the
+    log holds each traceback once per process."""
+    sections = names.sections(broker_url)
+    sections["database"] = {"connection": db_url}
+    sections["filter_scheduler"] = {
+        "enabled_filters": "ComputeFilter,RamFilter,FaultyFilter",
+        "weight_classes": "FaultyWeigher"}
+    sections["scheduler"] = {"workers": 1, "metrics_port": metrics_port,
+                             "metrics_host": "127.0.0.1"}
+    return sections
+
+
+def _check_logged_once(log: str) -> None:
+    """One traceback per plugin and exception type, however many
+    requests; the request that failed as a whole is one line, no
+    traceback of its own."""
+    assert log.count("Traceback (most recent call last)") == 3, log
+    for plugin, error in (("FaultyFilter", "KeyError"),
+                          ("FaultyFilter", "RuntimeError"),
+                          ("FaultyWeigher", "ZeroDivisionError")):
+        assert len(re.findall(rf"Plugin {plugin} raised {error} ", log)) \
+            == 1, log
+    assert len(re.findall(r"ERROR scheduler\.rpc\.endpoint .*plugin "
+                          r"FaultyFilter failed in applies", log)) == 1
+
+
 def test_the_service_places_on_the_other_hosts(
         faulty_env, broker_url, sqlite_url, write_config,
         start_console_script):
     _fleet(sqlite_url)
     port = free_port()
     names = BusNames()
-    sections = names.sections(broker_url)
-    sections["database"] = {"connection": sqlite_url}
-    sections["filter_scheduler"] = {
-        "enabled_filters": "ComputeFilter,RamFilter,FaultyFilter",
-        "weight_classes": "FaultyWeigher"}
-    # One worker: the log below holds each traceback once per process.
-    sections["scheduler"] = {"workers": 1, "metrics_port": port,
-                             "metrics_host": "127.0.0.1"}
-    config = write_config(sections)
+    config = write_config(_faulty_sections(names, broker_url, sqlite_url,
+                                           port))
     try:
         service = start_console_script("scheduler-service",
                                        config_file=config, env=faulty_env)
@@ -174,18 +195,7 @@ def test_the_service_places_on_the_other_hosts(
     finally:
         names.delete(broker_url)
 
-    log = service.stderr
-    # One traceback per plugin and exception type, however many requests.
-    assert log.count("Traceback (most recent call last)") == 3, log
-    for plugin, error in (("FaultyFilter", "KeyError"),
-                          ("FaultyFilter", "RuntimeError"),
-                          ("FaultyWeigher", "ZeroDivisionError")):
-        assert len(re.findall(rf"Plugin {plugin} raised {error} ", log)) \
-            == 1, log
-    # The request that failed as a whole is one line, no traceback of its
-    # own.
-    assert len(re.findall(r"ERROR scheduler\.rpc\.endpoint .*plugin "
-                          r"FaultyFilter failed in applies", log)) == 1
+    _check_logged_once(service.stderr)
 
 
 def test_the_package_is_only_on_the_services_path():

@@ -40,13 +40,54 @@ def _node(index: int, when: datetime.datetime) -> dict:
     }
 
 
-def test_incremental_refresh_reads_one_changed_node(postgresql_url):
+def _conf(url: str) -> cfg.ConfigOpts:
+    """A scheduler ConfigOpts on ``url``, the filter scheduler's options
+    at their defaults."""
     conf = cfg.ConfigOpts()
     scheduler_conf.register_opts(conf)
     conf([], project="scheduler")
     for opt in filter_scheduler.filter_scheduler_opts:
         conf.clear_override(opt.name, group="filter_scheduler")
-    conf.set_override("connection", postgresql_url, group="database")
+    conf.set_override("connection", url, group="database")
+    return conf
+
+
+def _report_and_claim(engine: sa.Engine, node_id: int,
+                      now: datetime.datetime) -> str:
+    """A report of node ``node_id`` at ``now`` (cpu.percent 99.5), then a
+    claim of 2 vCPUs on it; the claiming instance."""
+    instance = str(uuid.uuid4())
+    with engine.begin() as connection:
+        connection.execute(NODES.update().where(NODES.c.id == node_id)
+                           .values(metrics=_metrics(now, 99.5),
+                                   metrics_updated_at=now,
+                                   changed_at=now))
+        connection.execute(ALLOCATIONS.insert().values(
+            uuid=str(uuid.uuid4()), instance_uuid=instance,
+            compute_node_id=node_id, vcpus=2, memory_mb=2048,
+            disk_gb=20, created_at=models.utcnow()))
+        connection.execute(NODES.update().where(NODES.c.id == node_id)
+                           .values(generation=NODES.c.generation + 1,
+                                   changed_at=models.utcnow()))
+    return instance
+
+
+def _drop_other_sessions(url: str) -> int:
+    """Terminate the other sessions on the database of ``url``; how
+    many."""
+    killer = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with killer.begin() as connection:
+            return connection.execute(sa.text(
+                "SELECT count(pg_terminate_backend(pid)) FROM "
+                "pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()")).scalar()
+    finally:
+        killer.dispose()
+
+
+def test_incremental_refresh_reads_one_changed_node(postgresql_url):
+    conf = _conf(postgresql_url)
     try:
         engine = db_api.get_engine(conf)
         schema.db_sync(engine)
@@ -66,19 +107,7 @@ def test_incremental_refresh_reads_one_changed_node(postgresql_url):
         assert manager.last_refresh.rows_decoded == 200
 
         now = models.utcnow()
-        instance = str(uuid.uuid4())
-        with engine.begin() as connection:
-            connection.execute(NODES.update().where(NODES.c.id == node_id)
-                               .values(metrics=_metrics(now, 99.5),
-                                       metrics_updated_at=now,
-                                       changed_at=now))
-            connection.execute(ALLOCATIONS.insert().values(
-                uuid=str(uuid.uuid4()), instance_uuid=instance,
-                compute_node_id=node_id, vcpus=2, memory_mb=2048,
-                disk_gb=20, created_at=models.utcnow()))
-            connection.execute(NODES.update().where(NODES.c.id == node_id)
-                               .values(generation=NODES.c.generation + 1,
-                                       changed_at=models.utcnow()))
+        instance = _report_and_claim(engine, node_id, now)
 
         states = manager.host_states()
         stats = manager.last_refresh
@@ -99,15 +128,7 @@ def test_incremental_refresh_reads_one_changed_node(postgresql_url):
 
         # The database drops the pooled connection (a restart, an idle
         # timeout): the next refresh runs again on a new one.
-        killer = sa.create_engine(postgresql_url,
-                                  poolclass=sa.pool.NullPool)
-        with killer.begin() as connection:
-            killed = connection.execute(sa.text(
-                "SELECT count(pg_terminate_backend(pid)) FROM "
-                "pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid()")).scalar()
-        killer.dispose()
-        assert killed >= 1
+        assert _drop_other_sessions(postgresql_url) >= 1
         assert len(manager.host_states()) == 200
     finally:
         conf.clear_override("connection", group="database")

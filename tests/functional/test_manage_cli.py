@@ -11,43 +11,16 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler.cmd import output
-from scheduler.db import api as db_api
 from scheduler.db import models
-from scheduler.db import schema
+from tests.functional.processes import run_manage
 from tests.functional.rpc_harness import node
-from tests.unit.placement.fakes import planner
-from tests.unit.placement.fakes import record_history
-from tests.unit.placement.fakes import standard_fleet
 
 GIB = 2**30
 
 
-@pytest.fixture
-def fleet(db_url, write_config):
-    engine = sa.create_engine(db_url, poolclass=sa.pool.NullPool)
-    schema.db_sync(engine)
-    with engine.begin() as connection:
-        connection.execute(models.ComputeNode.__table__.insert(), [
-            node("big", 65536, {"memory.free": 60 * GIB,
-                                 "network.rx.bps": 90e6}),
-            node("mid", 32768, {"memory.free": 30 * GIB,
-                                 "network.rx.bps": 10e6}),
-            node("small", 2048, {"memory.free": 1 * GIB,
-                                  "network.rx.bps": 1e6}),
-            # Garbage metrics: still scheduled on for what it has.
-            node("garbled", 16384, "{not json"),
-            node("off", 65536, {"memory.free": 60 * GIB}, disabled=True),
-        ])
-    engine.dispose()
-    return write_config({"database": {"connection": db_url}})
-
-
-def _manage(run_console_script, config, *args):
-    return run_console_script("scheduler-manage", *args, config_file=config)
-
 
 def test_explain_json(fleet, run_console_script):
-    result = _manage(run_console_script, fleet, "explain", "--ram", "4096",
+    result = run_manage(run_console_script, fleet, "explain", "--ram", "4096",
                      "--extra-spec", "resources:network.rx.bps=<85M",
                      "--extra-spec", "resources:memory.free=max",
                      "--format", "json")
@@ -69,7 +42,7 @@ def test_explain_json(fleet, run_console_script):
 
 def test_garbled_metrics_node_is_scheduled_for_what_it_has(
         fleet, run_console_script):
-    result = _manage(run_console_script, fleet, "explain", "--ram", "8192",
+    result = run_manage(run_console_script, fleet, "explain", "--ram", "8192",
                      "--format", "json")
     assert result.returncode == 0, result.stderr
     decision = json.loads(result.stdout)
@@ -78,14 +51,14 @@ def test_garbled_metrics_node_is_scheduled_for_what_it_has(
 
 
 def test_explain_nothing_fits_prints_histogram(fleet, run_console_script):
-    result = _manage(run_console_script, fleet, "explain", "--ram",
+    result = run_manage(run_console_script, fleet, "explain", "--ram",
                      "999999", "--format", "json")
     decision = json.loads(result.stdout)
     assert decision["selected"] == []
     assert decision["summary"] == ("0/5 hosts available: 4 RamFilter "
                                    "(insufficient RAM), 1 ComputeFilter "
                                    "(disabled)")
-    table = _manage(run_console_script, fleet, "explain", "--ram", "999999")
+    table = run_manage(run_console_script, fleet, "explain", "--ram", "999999")
     assert "No valid host: 0/5 hosts available" in table.stdout
 
 
@@ -96,7 +69,7 @@ def test_explain_nothing_fits_prints_histogram(fleet, run_console_script):
                                   "no-equals-sign"])
 def test_explain_malformed_extra_spec_exits_2(fleet, run_console_script,
                                               spec):
-    result = _manage(run_console_script, fleet, "explain", "--extra-spec",
+    result = run_manage(run_console_script, fleet, "explain", "--extra-spec",
                      spec)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
@@ -106,7 +79,7 @@ def test_explain_malformed_extra_spec_exits_2(fleet, run_console_script,
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_hosts_list_formats(fleet, run_console_script):
-    table = _manage(run_console_script, fleet, "hosts", "list")
+    table = run_manage(run_console_script, fleet, "hosts", "list")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0].split()[:2] == ["host", "nodename"]
@@ -120,7 +93,7 @@ def test_hosts_list_formats(fleet, run_console_script):
     assert small[1:8] == ["-", "c1", "nova", "128/128", "2048/2048",
                           "100/100", "-"]
 
-    as_json = json.loads(_manage(run_console_script, fleet, "hosts", "list",
+    as_json = json.loads(run_manage(run_console_script, fleet, "hosts", "list",
                                  "--format", "json").stdout)
     by_host = {h["host"]: h for h in as_json}
     assert by_host["small"]["ram_mb_total"] == 2048
@@ -128,7 +101,7 @@ def test_hosts_list_formats(fleet, run_console_script):
     assert by_host["off"]["state"] == "disabled"
     assert 0 <= by_host["big"]["metric_age_s"] < 60
 
-    as_csv = list(csv.DictReader(io.StringIO(_manage(
+    as_csv = list(csv.DictReader(io.StringIO(run_manage(
         run_console_script, fleet, "hosts", "list", "--format",
         "csv").stdout)))
     assert {row["host"] for row in as_csv} == set(by_host)
@@ -166,7 +139,7 @@ def _add_node_with_claim(db_url: str) -> None:
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_hosts_show_formats(fleet, db_url, run_console_script):
     _add_node_with_claim(db_url)
-    table = _manage(run_console_script, fleet, "hosts", "show", "odd-node")
+    table = run_manage(run_console_script, fleet, "hosts", "show", "odd-node")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     # One "name value" line per field of the host record.
@@ -188,14 +161,14 @@ def test_hosts_show_formats(fleet, db_url, run_console_script):
     assert "server groups: web" in lines
 
     # By host name as well, since the host has a single node.
-    as_json = json.loads(_manage(run_console_script, fleet, "hosts", "show",
+    as_json = json.loads(run_manage(run_console_script, fleet, "hosts", "show",
                                  "odd", "--format", "json").stdout)
     assert as_json["nodename"] == "odd-node"
     assert as_json["bad_metrics"] == ["cpu.percent"]
     assert as_json["cpu_info"] == {"arch": "x86_64"}
     assert [m["name"] for m in as_json["metrics"]] == ["memory.free"]
 
-    as_csv = list(csv.DictReader(io.StringIO(_manage(
+    as_csv = list(csv.DictReader(io.StringIO(run_manage(
         run_console_script, fleet, "hosts", "show", "odd", "--format",
         "csv").stdout)))
     assert {"field", "metric", "bad_metric", "cpu_info", "network",
@@ -206,7 +179,7 @@ def test_hosts_show_formats(fleet, db_url, run_console_script):
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_hosts_show_unknown_host_exits_1(fleet, run_console_script):
-    result = _manage(run_console_script, fleet, "hosts", "show", "nope")
+    result = run_manage(run_console_script, fleet, "hosts", "show", "nope")
     assert result.returncode == 1
     assert result.stdout == ""
     # After the host cache's warning about "garbled".
@@ -218,7 +191,7 @@ def test_hosts_show_unknown_host_exits_1(fleet, run_console_script):
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_explain_table_and_csv(fleet, run_console_script):
     args = ("explain", "--ram", "4096")
-    table = _manage(run_console_script, fleet, *args)
+    table = run_manage(run_console_script, fleet, *args)
     assert table.returncode == 0, table.stderr
     rows = {line.split()[1] if line.startswith(("*", "alt")) else
             line.split()[0]: line for line in table.stdout.splitlines()[2:]}
@@ -233,7 +206,7 @@ def test_explain_table_and_csv(fleet, run_console_script):
     off = rows["off"].split()
     assert off[off.index("ComputeFilter") + 1] == "disabled"
 
-    as_csv = list(csv.DictReader(io.StringIO(_manage(
+    as_csv = list(csv.DictReader(io.StringIO(run_manage(
         run_console_script, fleet, *args, "--format", "csv").stdout)))
     assert [(row["sel"], row["host"]) for row in as_csv[:3]] == [
         ("*", "big"), ("alt", "mid"), ("alt", "garbled")]
@@ -336,69 +309,3 @@ def test_demo_runs_on_embedded_defaults(write_config, run_console_script,
                                config_file=config, timeout=120)
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("instance 1:") == 4
-
-
-# balance
-
-
-@pytest.fixture
-def overloaded(balancing_conf, write_config, sqlite_url):
-    """Ten hosts in cluster c1, two above 80 % cpu.percent for the last
-    two minutes (the history the balancer judges by), mapped to the
-    evenly_distributed policy."""
-    conf = balancing_conf(sqlite_url)
-    fleet = standard_fleet(db_api.get_engine(conf), ticks=2)
-    history = planner(conf, fleet, "evenly_distributed")
-    record_history(fleet, history)
-    db_api.dispose_engines()
-    return write_config({
-        "database": {"connection": sqlite_url},
-        "filter_scheduler": {"cpu_allocation_ratio": 1.0},
-        "scheduler": {"cluster_policies": "c1:evenly_distributed"}})
-
-
-def _migrations(url: str) -> int:
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    with engine.connect() as connection:
-        count = connection.execute(sa.select(sa.func.count()).select_from(
-            models.Migration.__table__)).scalar()
-    engine.dispose()
-    return count
-
-
-def test_balance_dry_run_then_for_real(overloaded, sqlite_url,
-                                       run_console_script):
-    dry = _manage(run_console_script, overloaded, "balance", "--dry-run",
-                  "--format", "json")
-    assert dry.returncode == 0, dry.stderr
-    planned, = json.loads(dry.stdout)
-    assert planned["source_host"] in ("h0", "h1")
-    assert planned["allocation_id"] is None
-    assert planned["migration_policy"] == "minimal_downtime"
-    assert _migrations(sqlite_url) == 0
-
-    unknown = _manage(run_console_script, overloaded, "balance",
-                      "--migration-policy", "nope")
-    assert unknown.returncode == 2
-    assert "unknown migration policy 'nope'" in unknown.stderr
-    assert len(unknown.stderr.strip().splitlines()) == 1
-
-    real = _manage(run_console_script, overloaded, "balance", "--cluster",
-                   "c1")
-    assert real.returncode == 0, real.stderr
-    header, _rule, row = real.stdout.splitlines()[:3]
-    assert header.split() == list(output.MIGRATION_COLUMNS)
-    assert row.split()[:5] == ["c1", "evenly_distributed",
-                               planned["instance_uuid"],
-                               planned["source_host"], planned["dest_host"]]
-    assert _migrations(sqlite_url) == 1
-
-    csv_run = _manage(run_console_script, overloaded, "balance",
-                      "--cluster", "c2", "--format", "csv")
-    assert csv_run.stdout.splitlines() == [",".join(output.MIGRATION_COLUMNS)]
-
-
-def test_balance_without_a_balancer_plans_nothing(fleet, run_console_script):
-    result = _manage(run_console_script, fleet, "balance")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "No migration planned."
