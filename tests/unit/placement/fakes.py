@@ -148,3 +148,5 @@ def planner_conf(conf: cfg.ConfigOpts) -> cfg.ConfigOpts:
     conf.set_override("host_subset_size", 1, group="filter_scheduler")
     return conf
 
+
+HIGH = 80.0

@@ -27,6 +27,7 @@ from scheduler.hosts.cache.manager import HostManager
 from scheduler.placement import balance_planner as planner_mod
 from scheduler.placement import migrations as migrations_mod
 from scheduler.policies import cluster as cluster_policy
+from tests.unit.placement.fakes import HIGH
 from tests.unit.placement.fakes import Fleet
 from tests.unit.placement.fakes import claims_by_instance
 from tests.unit.placement.fakes import planner
@@ -42,7 +43,6 @@ def conf(scheduler_config):
 MIGRATIONS = models.Migration.__table__
 SAMPLES = models.UtilizationSample.__table__
 
-HIGH = 80.0
 LOW = 20.0
 
 

@@ -12,10 +12,10 @@ from scheduler.placement import balance_planner as planner_mod
 from scheduler.placement import migrations as migrations_mod
 from scheduler.policies import cluster as cluster_policy
 from tests.unit.placement import test_balance_planner
-from tests.unit.placement.test_balance_planner import ALLOCATIONS
-from tests.unit.placement.test_balance_planner import HIGH
-from tests.unit.placement.test_balance_planner import Fleet
-from tests.unit.placement.test_balance_planner import standard_fleet
+from tests.unit.placement.fakes import ALLOCATIONS
+from tests.unit.placement.fakes import HIGH
+from tests.unit.placement.fakes import Fleet
+from tests.unit.placement.fakes import standard_fleet
 
 #: The planner tests' configuration fixture.
 conf = test_balance_planner.conf

@@ -7,11 +7,11 @@ import pytest
 
 from scheduler.db import models
 from scheduler.hosts import instance_metrics
-from tests.unit.hosts.cache.test_manager import NODES
-from tests.unit.hosts.cache.test_manager import add_node
-from tests.unit.hosts.cache.test_manager import claim
-from tests.unit.hosts.cache.test_manager import report
-from tests.unit.hosts.cache.test_manager import update_node
+from tests.unit.hosts.cache.fakes import NODES
+from tests.unit.hosts.cache.fakes import add_node
+from tests.unit.hosts.cache.fakes import claim
+from tests.unit.hosts.cache.fakes import report
+from tests.unit.hosts.cache.fakes import update_node
 from tests.unit.weights.loads import clear_metrics_overrides
 
 MINUTE = datetime.timedelta(minutes=1)
