@@ -49,9 +49,10 @@ class InstanceLoadWeigher(BaseHostWeigher):
     ``[metrics] instance_history_window`` is set, else its newest entry;
     the others at ``[metrics] expected_instance_cpu``), plus
     ``[metrics] instance_load_risk_factor`` standard deviations of that
-    sum, over the host's vCPUs, plus the new instance's expected load. Unlike the host's own
-    cpu.percent, it forgets the load of instances that have left and
-    counts the load of those placed since the last report. Scaled by
+    sum, over the host's vCPUs, plus the new instance's expected load.
+    Unlike the host's own cpu.percent, it forgets the load of instances
+    that have left and counts the load of those placed since the last
+    report. Scaled by
     ``[metrics] instance_load_weight_multiplier``.
     """
 
