@@ -235,8 +235,8 @@ load_opts = [
         "statistics (cpu.percent:mean:30m): the longest window an option "
         "may name (config check rejects a longer one); a flavor's "
         "resources: extra spec with a longer window gets the statistic "
-        "over what is held. About 16 bytes per report and metric per "
-        "host plus 200 per metric (at most 720 reports per metric)."),
+        "over what is held. About 32 bytes per report and metric per "
+        "host plus 300 per metric (at most 720 reports per metric)."),
     cfg.Opt(
         "instance_history_window", type=Duration(zero_is_off=True),
         default="0",
@@ -246,7 +246,7 @@ load_opts = [
         "than its newest entry. 0 (the default) keeps none: instance "
         "entries are then decoded only when read, as before; with a "
         "window every report's instance entries are decoded when it "
-        "arrives. 16 bytes per report and instance plus about 200 per "
+        "arrives. 32 bytes per report and instance plus about 300 per "
         "instance."),
     cfg.Opt(
         "expected_instance_cpu", type=ExpectedCpu(), default="vcpus",

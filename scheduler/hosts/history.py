@@ -6,9 +6,9 @@ newer timestamp for them (``appended``), and hands the result to the
 node's next ``HostState`` as ``metric_history``. A history is never
 changed, only replaced: host states built from older reports keep
 theirs. Each metric's reports are one ``array('d')`` of timestamps
-(seconds since 1970) and values, interleaved: 16 bytes per report and
-metric plus about 200 bytes per metric (docs/operator-guide.md,
-"Load-aware weighing").
+(seconds since 1970) and values, interleaved, and one of their running
+sums: 32 bytes per report and metric plus about 300 bytes per metric
+(docs/operator-guide.md, "Load-aware weighing").
 """
 
 import bisect
@@ -63,16 +63,37 @@ def _start(pairs: array, after: float) -> int:
     return 2 * bisect.bisect_right(memoryview(pairs)[0::2], after)
 
 
+def _running_sums(pairs: array, sums: array | None = None) -> array:
+    """Running (sum, sum of squares) of the values of ``pairs``,
+    interleaved, one pair per report: ``sums`` (those of a prefix of
+    ``pairs``) extended over the rest."""
+    sums = array("d") if sums is None else array("d", sums)
+    total, squares = (sums[-2], sums[-1]) if sums else (0.0, 0.0)
+    for value in pairs[len(sums) + 1::2]:
+        total += value
+        squares += value * value
+        sums.extend((total, squares))
+    return sums
+
+
 class MetricHistory:
     """The held reports of one node's metrics, by metric name."""
 
-    __slots__ = ("_series", "_memo")
+    __slots__ = ("_series", "_sums", "_memo")
 
-    def __init__(self, series: Mapping[str, array] | None = None):
+    def __init__(self, series: Mapping[str, array] | None = None,
+                 sums: Mapping[str, array] | None = None):
         # One array per metric, times and values interleaved: a second
         # array and a tuple per metric cost more than the values of an
         # hour of reports.
         self._series: dict[str, array] = dict(series or {})
+        # Running sums beside them: a window's mean and stddev in constant
+        # time. An instance history of 6 h holds 360 reports, and each
+        # report of a node asks them for every instance on it.
+        sums = sums or {}
+        self._sums: dict[str, array] = {
+            name: sums.get(name) or _running_sums(pairs)
+            for name, pairs in self._series.items()}
         # Statistics by (metric, stat, window): every host version is
         # asked for the same few, by several requests. A race computes
         # one twice, harmlessly.
@@ -124,9 +145,27 @@ class MetricHistory:
         value = None
         if pairs is not None:
             start = _start(pairs, pairs[-2] - window)
-            value = _statistic(stat, pairs[start + 1::2])
+            if stat in ("mean", metric_stat.STDDEV):
+                value = self._moment(name, stat, start)
+            else:
+                value = _statistic(stat, pairs[start + 1::2])
         memo[key] = value
         return value
+
+    def _moment(self, name: str, stat: str, start: int) -> float:
+        """Mean or stddev of the reports of ``name`` from the one at
+        ``start`` (its index in the interleaved pairs), by running sums."""
+        pairs, sums = self._series[name], self._sums[name]
+        count = (len(pairs) - start) // 2
+        first = pairs[start + 1]
+        # The sums before the window: the running sums at its first
+        # report, without that report.
+        total = sums[-2] - (sums[start] - first)
+        squares = sums[-1] - (sums[start + 1] - first * first)
+        mean = total / count
+        if stat == "mean":
+            return mean
+        return math.sqrt(max(squares / count - mean * mean, 0.0))
 
     def appended(self, metrics: Mapping[str, _Reading],
                  window: float) -> "MetricHistory":
@@ -135,6 +174,7 @@ class MetricHistory:
         before the newest dropped; metrics the report no longer carries
         are dropped. A window of 0 keeps the newest report only."""
         series: dict[str, array] = {}
+        sums: dict[str, array] = {}
         for name, metric in metrics.items():
             when = epoch(metric.timestamp)
             held = self._series.get(name)
@@ -142,19 +182,21 @@ class MetricHistory:
                 series[name] = array("d", (when, float(metric.value)))
                 continue
             if when <= held[-2]:
-                series[name] = held
+                series[name], sums[name] = held, self._sums[name]
                 continue
             start = max(_start(held, when - window),
                         len(held) + 2 - 2 * MAX_REPORTS)
             pairs = held[start:]
             pairs.extend((when, float(metric.value)))
             series[name] = pairs
-        return MetricHistory(series)
+            sums[name] = _running_sums(pairs, self._sums[name][start:])
+        return MetricHistory(series, sums)
 
     def nbytes(self) -> int:
         """Bytes the held values take (not counting Python overhead)."""
         return sum(pairs.itemsize * len(pairs)
-                   for pairs in self._series.values())
+                   for held in (self._series, self._sums)
+                   for pairs in held.values())
 
 
 #: The history of a node never reported.

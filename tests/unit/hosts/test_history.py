@@ -1,6 +1,7 @@
 """A node's report history and the windowed statistics computed from it."""
 
 import datetime
+import statistics
 
 import numpy as np
 import pytest
@@ -68,7 +69,7 @@ def test_reports_are_bounded_whatever_the_window():
         held = held.appended({"cpu.percent": Metric(
             1.0, T0 + datetime.timedelta(seconds=second))}, 86400.0)
     assert held.reports("cpu.percent") == history.MAX_REPORTS
-    assert held.nbytes() == 16 * history.MAX_REPORTS
+    assert held.nbytes() == 32 * history.MAX_REPORTS
 
 
 def test_statistics_over_the_window():
@@ -167,3 +168,24 @@ def test_statistics_agree_with_numpy(seed):
                             ("p95", lambda v: np.percentile(v, 95))):
         assert held.statistic("cpu.percent", stat, 3600.0) == \
             pytest.approx(float(reference(values)))
+
+
+NOW = datetime.datetime(2026, 1, 5, 12, 0)
+
+
+def test_mean_and_stddev_by_running_sums_match_the_reports():
+    held = history.EMPTY
+    values = [3.0, 50.0, 7.5, 99.0, 0.0, 42.0, 42.0, 18.25]
+    for minute, value in enumerate(values):
+        held = held.appended({"m": Metric(
+            value, NOW + datetime.timedelta(minutes=minute))}, 300.0)
+    # Held: the reports newer than 300 s before the newest (five); a
+    # 240 s window: the four newer than 240 s before it.
+    window = values[-4:]
+    assert held.reports("m") == 5
+    assert held.statistic("m", "mean", 240.0) == pytest.approx(
+        statistics.fmean(window))
+    assert held.statistic("m", "stddev", 240.0) == pytest.approx(
+        statistics.pstdev(window))
+    assert held.statistic("m", "mean", 3600.0) == pytest.approx(
+        statistics.fmean(values[-5:]))
