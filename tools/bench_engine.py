@@ -18,11 +18,18 @@ Prints one machine-readable line per fleet size, e.g.
 (the first load and decision: ``cold_s``, and the resident memory they
 added per host, ``bytes_per_host``) and the full loads that happened while
 decisions were timed (``reloads``).
+
+``--config-file`` files are benchmarked after the bench's configuration
+in the same run, each on its own line with ``p50_ratio`` against it;
+``--instances-per-host`` gives nodes claimed instances reporting
+instance.cpu.percent, ``--warm-reports`` fills their histories first;
+``bytes_per_host_after`` is the memory per host after the timed window.
 """
 
 import argparse
 import gc
 import json
+import multiprocessing
 import os
 import random
 import statistics
@@ -30,6 +37,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
+from concurrent import futures
 
 import sqlalchemy as sa
 from oslo_config import cfg
@@ -66,7 +75,12 @@ REQUEST = {
 }
 
 
-def _metrics(rng: random.Random, now: str) -> str:
+#: host -> its instances (uuid, the level its cpu.percent wanders about).
+Instances = dict[str, list[tuple[str, float]]]
+
+
+def _metrics(rng: random.Random, now: str,
+             instances: Sequence[tuple[str, float]] = ()) -> str:
     memory_total = 256 * 2**30
     used = rng.uniform(0.1, 0.9) * memory_total
     values = {name: rng.uniform(0, 100) for name in METRIC_NAMES}
@@ -75,39 +89,101 @@ def _metrics(rng: random.Random, now: str) -> str:
                    "memory.available": memory_total - used,
                    "memory.percent": 100 * used / memory_total,
                    "network.rx.bps": rng.uniform(0, 120e6)})
-    return json.dumps([{"name": n, "value": v, "source": "bench",
-                        "timestamp": now} for n, v in values.items()])
+    entries = [{"name": n, "value": v, "source": "bench", "timestamp": now}
+               for n, v in values.items()]
+    # Each instance about its own level, so that histories have a spread
+    # (the risk term) and hosts differ as in service.
+    entries.extend({"name": "instance.cpu.percent", "instance": instance,
+                    "value": min(max(rng.gauss(level, 10), 0.0), 100.0),
+                    "source": "bench", "timestamp": now}
+                   for instance, level in instances)
+    return json.dumps(entries)
 
 
-def build_fleet(engine: sa.Engine, size: int, rng: random.Random) -> None:
+def _host(i: int) -> str:
+    return f"node-{i:05d}"
+
+
+def build_fleet(engine: sa.Engine, size: int, rng: random.Random,
+                per_host: int = 0) -> Instances:
+    """``size`` nodes, each with ``per_host`` claimed instances (their
+    allocations rows and metrics entries); returns the instances."""
     table = models.ComputeNode.__table__
     now = models.utcnow()
     stamp = now.isoformat() + "Z"
+    # No draws from rng without instances: the fleet stays as it was.
+    instances: Instances = {
+        _host(i): [(str(uuid.uuid4()), rng.uniform(5, 95))
+                   for _ in range(per_host)]
+        for i in range(size)}
     rows = [{
-        "uuid": str(uuid.uuid4()), "host": f"node-{i:05d}",
-        "hypervisor_hostname": f"node-{i:05d}", "cluster": "c1",
+        "uuid": str(uuid.uuid4()), "host": _host(i),
+        "hypervisor_hostname": _host(i), "cluster": "c1",
         "availability_zone": "nova", "vcpus": 64, "memory_mb": 262144,
         "local_gb": 2000, "memory_mb_used": 0, "local_gb_used": 0,
         "cpu_info": json.dumps({"arch": "x86_64", "vendor": "Intel"}),
-        "networks": json.dumps(["public"]), "metrics": _metrics(rng, stamp),
+        "networks": json.dumps(["public"]),
+        "metrics": _metrics(rng, stamp, instances.get(_host(i), ())),
         "metrics_updated_at": now, "disabled": False, "generation": 0,
         "created_at": now, "updated_at": now, "changed_at": now,
     } for i in range(size)]
     with engine.begin() as connection:
         for start in range(0, size, 1000):
             connection.execute(table.insert(), rows[start:start + 1000])
+        if per_host:
+            _claim(connection, instances, rng, now)
+    return instances
 
 
-def touch_one(engine: sa.Engine, size: int, rng: random.Random) -> None:
+def _claim(connection: sa.Connection, instances: Instances,
+           rng: random.Random, now: object) -> None:
+    """The allocations rows of ``instances``, as placements leave them."""
+    ids = dict(connection.execute(sa.select(
+        models.ComputeNode.__table__.c.host,
+        models.ComputeNode.__table__.c.id)).all())
+    rows = []
+    for host, placed in instances.items():
+        for instance, _level in placed:
+            vcpus = rng.choice((1, 2))
+            rows.append({"uuid": str(uuid.uuid4()),
+                         "instance_uuid": instance,
+                         "compute_node_id": ids[host], "vcpus": vcpus,
+                         "memory_mb": 2048 * vcpus, "disk_gb": 20,
+                         "created_at": now})
+    table = models.Allocation.__table__
+    for start in range(0, len(rows), 5000):
+        connection.execute(table.insert(), rows[start:start + 5000])
+
+
+def touch_one(engine: sa.Engine, size: int, rng: random.Random,
+              instances: Instances | None = None) -> None:
     """What one monitor report does to the table."""
     table = models.ComputeNode.__table__
     now = models.utcnow()
+    host = _host(rng.randrange(size))
     with engine.begin() as connection:
         connection.execute(table.update().where(
-            table.c.host == f"node-{rng.randrange(size):05d}").values(
-            metrics=_metrics(rng, now.isoformat() + "Z"),
+            table.c.host == host).values(
+            metrics=_metrics(rng, now.isoformat() + "Z",
+                             (instances or {}).get(host, ())),
             metrics_updated_at=now, updated_at=now, changed_at=now,
             generation=table.c.generation + 1))
+
+
+def report_all(engine: sa.Engine, instances: Instances,
+               rng: random.Random) -> None:
+    """Every node reports once (one statement, many rows)."""
+    table = models.ComputeNode.__table__
+    now = models.utcnow()
+    stamp = now.isoformat() + "Z"
+    statement = table.update().where(
+        table.c.host == sa.bindparam("node")).values(
+        metrics=sa.bindparam("report"), metrics_updated_at=now,
+        updated_at=now, changed_at=now, generation=table.c.generation + 1)
+    with engine.begin() as connection:
+        connection.execute(statement, [
+            {"node": host, "report": _metrics(rng, stamp, placed)}
+            for host, placed in instances.items()])
 
 
 def resident_bytes() -> int:
@@ -124,34 +200,52 @@ def background_loads(manager: object) -> int:
     return refresher.loads if refresher is not None else 0
 
 
-def make_conf(url: str) -> cfg.ConfigOpts:
+def make_conf(url: str, config_files: Sequence[str] = ()
+              ) -> cfg.ConfigOpts:
+    """The bench's configuration, ``config_files``' options over it."""
     conf = cfg.ConfigOpts()
     scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
+    # Defaults rather than overrides, so that a config file's options
+    # (e.g. its weight_classes) win over the bench's.
+    conf.set_default("enabled_filters", FILTERS, group="filter_scheduler")
+    conf.set_default("weight_classes", WEIGHERS, group="filter_scheduler")
+    conf.set_default("weight_setting", "memory.free=1.0,cpu.percent=-1.0",
+                     group="metrics")
+    args = [arg for path in config_files for arg in ("--config-file", path)]
+    conf(args, default_config_files=[], default_config_dirs=[])
     conf.set_override("connection", url, group="database")
-    conf.set_override("enabled_filters", FILTERS, group="filter_scheduler")
-    conf.set_override("weight_classes", WEIGHERS, group="filter_scheduler")
-    conf.set_override("weight_setting", "memory.free=1.0,cpu.percent=-1.0",
-                      group="metrics")
     return conf
 
 
+def _warm(scheduler: filter_scheduler.FilterScheduler, engine: sa.Engine,
+          instances: Instances, rng: random.Random, reports: int) -> None:
+    """``reports`` rounds of every node reporting, a decision after each
+    so that the host cache takes every report in (its histories)."""
+    for _ in range(reports):
+        report_all(engine, instances, rng)
+        scheduler.select(RequestSpec.from_dict(REQUEST))
+
+
 def bench(size: int, decisions: int, url: str | None, interval: int,
-          background: bool, min_reloads: int) -> dict:
+          background: bool, min_reloads: int, *,
+          config_files: Sequence[str] = (), per_host: int = 0,
+          warm_reports: int = 0) -> dict:
     rng = random.Random(size)
     with tempfile.TemporaryDirectory() as tmp:
-        conf = make_conf(url or f"sqlite:///{tmp}/bench.sqlite")
+        conf = make_conf(url or f"sqlite:///{tmp}/bench.sqlite",
+                         config_files)
         conf.set_override("full_refresh_interval", interval,
                           group="filter_scheduler")
         engine = db_api.get_engine(conf)
         schema.db_sync(engine)
         with engine.begin() as connection:
+            connection.execute(sa.delete(models.Allocation.__table__))
             connection.execute(sa.delete(models.ComputeNode.__table__))
-        build_fleet(engine, size, rng)
+        instances = build_fleet(engine, size, rng, per_host)
         scheduler = filter_scheduler.FilterScheduler(conf)
         manager = scheduler.host_manager
         gc.collect()
-        memory = resident_bytes()
+        base = resident_bytes()
         cold = time.perf_counter()
         if background and hasattr(manager, "start_background_refresh"):
             # As a serving worker does: the refresher starts the first
@@ -162,31 +256,42 @@ def bench(size: int, decisions: int, url: str | None, interval: int,
         scheduler.select(RequestSpec.from_dict(REQUEST))
         cold = time.perf_counter() - cold
         gc.collect()
-        memory = resident_bytes() - memory
+        memory = resident_bytes() - base
+        _warm(scheduler, engine, instances, rng, warm_reports)
         window = _timed_window(scheduler, engine, size, rng, decisions,
-                               interval, min_reloads)
+                               interval, min_reloads, instances)
+        gc.collect()
+        after = resident_bytes() - base
+        weighers = [type(weigher).__name__ for weigher in scheduler.weighers]
         if hasattr(manager, "close"):
             manager.close()
         db_api.dispose_engines()
+    return _summary(size, window, cold, memory, after) | {"weighers": weighers}
+
+
+def _summary(size: int, window: dict, cold: float, memory: int,
+             after: int) -> dict:
     samples = sorted(window["samples"])
     return {
         "hosts": size,
         "p50_ms": statistics.median(samples),
-        "p99_ms": samples[min(len(samples) - 1,
-                              int(len(samples) * 0.99))],
+        "p99_ms": samples[min(len(samples) - 1, int(len(samples) * .99))],
         "max_ms": samples[-1],
         "per_s": 1000 / statistics.mean(samples),
         "decisions": len(samples),
         "reloads": window["reloads"],
         "cold_s": cold,
         "bytes_per_host": memory / size,
+        "bytes_per_host_after": after / size,
         "rows_decoded_per_decision": (window["decoded"]
                                       / max(window["incremental"], 1)),
     }
 
 
-def _timed_window(scheduler, engine, size: int, rng: random.Random,
-                  decisions: int, interval: int, min_reloads: int) -> dict:
+def _timed_window(scheduler: filter_scheduler.FilterScheduler,
+                  engine: sa.Engine, size: int, rng: random.Random,
+                  decisions: int, interval: int, min_reloads: int,
+                  instances: Instances | None = None) -> dict:
     """Decisions timed one by one (ms), a node's report before each; how
     many full loads and incremental refreshes ran, rows decoded."""
     manager = scheduler.host_manager
@@ -200,7 +305,7 @@ def _timed_window(scheduler, engine, size: int, rng: random.Random,
     while (len(samples) < decisions
            or time.monotonic() - began < 2 * interval + 0.5
            or reloads + background_loads(manager) - loads < min_reloads):
-        touch_one(engine, size, rng)
+        touch_one(engine, size, rng, instances)
         started = time.perf_counter()
         spec = RequestSpec.from_dict(REQUEST)
         scheduler.select(spec)
@@ -218,39 +323,75 @@ def _timed_window(scheduler, engine, size: int, rng: random.Random,
             "incremental": incremental, "decoded": decoded}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _line(label: str, result: dict, default: dict | None) -> str:
+    line = (f"config={label} hosts={result['hosts']} "
+            f"p50_ms={result['p50_ms']:.2f} "
+            f"p99_ms={result['p99_ms']:.2f} max_ms={result['max_ms']:.1f} "
+            f"per_s={result['per_s']:.0f} decisions={result['decisions']} "
+            f"reloads={result['reloads']} cold_s={result['cold_s']:.2f} "
+            f"bytes_per_host={result['bytes_per_host']:.0f} "
+            f"bytes_per_host_after={result['bytes_per_host_after']:.0f} "
+            "rows_decoded_per_decision="
+            f"{result['rows_decoded_per_decision']:.2f}")
+    if default is not None:
+        line += f" p50_ratio={result['p50_ms'] / default['p50_ms']:.2f}"
+    return line
+
+
+def _isolated(*args: object, **kwargs: object) -> dict:
+    """bench() in a child process of its own: memory the previous
+    configuration freed would otherwise hide what the next one adds."""
+    context = multiprocessing.get_context("fork")
+    with futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        return pool.submit(bench, *args, **kwargs).result()
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, action="append",
-                        help="fleet size (repeatable); default 100, 1000, "
-                        "10000")
-    parser.add_argument("--decisions", type=int, default=200,
-                        help="decisions timed per fleet size, at least "
-                        "(the window lasts two full-load intervals)")
-    parser.add_argument("--full-refresh-interval", type=int, default=5,
-                        help="[filter_scheduler] full_refresh_interval, "
-                        "seconds (default 5)")
-    parser.add_argument("--min-reloads", type=int, default=2,
-                        help="full loads that must complete while "
-                        "decisions are timed (default 2)")
-    parser.add_argument("--no-background", action="store_true",
-                        help="full loads on the request path, as "
-                        "commands do, not in a background refresher")
-    parser.add_argument("--db-url", default=os.environ.get("BENCH_DB_URL"),
-                        help="database to use (its compute_nodes table is "
-                        "emptied); default a temporary SQLite file")
-    args = parser.parse_args(argv)
+    add = parser.add_argument
+    add("--hosts", type=int, action="append",
+        help="fleet size (repeatable); default 100, 1000, 10000")
+    add("--decisions", type=int, default=200,
+        help="decisions timed per fleet size, at least (the window lasts "
+        "two full-load intervals)")
+    add("--full-refresh-interval", type=int, default=5,
+        help="[filter_scheduler] full_refresh_interval, seconds "
+        "(default 5)")
+    add("--min-reloads", type=int, default=2,
+        help="full loads that must complete while decisions are timed "
+        "(default 2)")
+    add("--no-background", action="store_true",
+        help="full loads on the request path, as commands do, not in a "
+        "background refresher")
+    add("--db-url", default=os.environ.get("BENCH_DB_URL"),
+        help="database to use (its compute_nodes and allocations tables "
+        "are emptied); default a temporary SQLite file")
+    add("--config-file", action="append", default=[],
+        help="configuration benchmarked after the default one, its "
+        "options over the bench's (repeatable)")
+    add("--instances-per-host", type=int, default=0,
+        help="claimed instances per node, each with an "
+        "instance.cpu.percent entry in every report (default 0)")
+    add("--warm-reports", type=int, default=0,
+        help="reports per node before the timed window, filling "
+        "instance histories (default 0)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     for size in args.hosts or DEFAULT_SIZES:
-        result = bench(size, args.decisions, args.db_url,
-                       args.full_refresh_interval, not args.no_background,
-                       args.min_reloads)
-        print(f"hosts={result['hosts']} p50_ms={result['p50_ms']:.2f} "
-              f"p99_ms={result['p99_ms']:.2f} max_ms={result['max_ms']:.1f} "
-              f"per_s={result['per_s']:.0f} "
-              f"decisions={result['decisions']} "
-              f"reloads={result['reloads']} cold_s={result['cold_s']:.2f} "
-              f"bytes_per_host={result['bytes_per_host']:.0f} "
-              "rows_decoded_per_decision="
-              f"{result['rows_decoded_per_decision']:.2f}", flush=True)
+        default = None
+        for path in [None, *args.config_file]:
+            result = _isolated(
+                size, args.decisions, args.db_url,
+                args.full_refresh_interval, not args.no_background,
+                args.min_reloads, config_files=[path] if path else [],
+                per_host=args.instances_per_host,
+                warm_reports=args.warm_reports)
+            label = os.path.basename(path) if path else "default"
+            print(_line(label, result, default), flush=True)
+            default = default or result
     return 0
 
 
