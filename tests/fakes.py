@@ -150,3 +150,19 @@ def conf_from_text(path: Path, text: str,
         add_opts(conf)
     conf(["--config-file", str(path)], project=project)
     return conf
+
+
+def host_with_cpu_history(values: list[float], name: str = "node-1",
+                          **fields) -> HostState:
+    """A host (``make_host``) whose cpu.percent reports, one a minute,
+    were ``values``, the last one now, held in its metric history."""
+    from scheduler.hosts import history
+
+    host = make_host(name, metrics={"cpu.percent": values[-1]}, **fields)
+    stamp = host.metrics["cpu.percent"].timestamp
+    held = history.EMPTY
+    for index, value in enumerate(values):
+        when = stamp - datetime.timedelta(minutes=len(values) - 1 - index)
+        held = held.appended({"cpu.percent": Metric(value, when)}, 3600.0)
+    host.metric_history = held
+    return host

@@ -11,7 +11,7 @@ from scheduler.hosts import history
 from scheduler.hosts.state import Metric
 from scheduler.hosts.table import HostTable
 from scheduler.hosts.table import fresh_metric
-from tests.fakes import make_host
+from tests.fakes import host_with_cpu_history
 
 T0 = datetime.datetime(2026, 1, 5, 12, 0)
 MINUTE = datetime.timedelta(minutes=1)
@@ -25,19 +25,6 @@ def reports(values: list[float], name: str = "cpu.percent",
         held = held.appended({name: Metric(value, T0 + index * MINUTE)},
                              window)
     return held
-
-
-def host_with(values: list[float], **fields):
-    """A host whose cpu.percent reports were ``values``, the last one
-    now."""
-    host = make_host(metrics={"cpu.percent": values[-1]}, **fields)
-    stamp = host.metrics["cpu.percent"].timestamp
-    held = history.EMPTY
-    for index, value in enumerate(values):
-        when = stamp - (len(values) - 1 - index) * MINUTE
-        held = held.appended({"cpu.percent": Metric(value, when)}, 3600.0)
-    host.metric_history = held
-    return host
 
 
 def test_reports_are_kept_for_the_window_only():
@@ -92,7 +79,7 @@ def test_a_window_longer_than_held_uses_what_is_held():
 
 
 def test_host_statistic_through_metric_since():
-    host = host_with([10.0, 20.0, 60.0])
+    host = host_with_cpu_history([10.0, 20.0, 60.0])
     assert host.metric_since("cpu.percent:mean:1h", None) == 30.0
     assert host.metric_since("cpu.percent:max:2m", None) == 60.0
     assert host.metric_since("cpu.percent:last", None) == 60.0
@@ -102,7 +89,7 @@ def test_host_statistic_through_metric_since():
 
 def test_pending_claims_count_in_statistics_as_in_last():
     # 2 of 8 vCPUs claimed since the last report: +25 percent.
-    host = host_with([10.0, 20.0, 30.0], vcpus_pending=2)
+    host = host_with_cpu_history([10.0, 20.0, 30.0], vcpus_pending=2)
     assert host.metric_since("cpu.percent", None) == 55.0
     assert host.metric_since("cpu.percent:mean:1h", None) == 45.0
     # A constant does not move a spread.
@@ -111,19 +98,20 @@ def test_pending_claims_count_in_statistics_as_in_last():
 
 
 def test_a_stale_metric_has_no_statistic():
-    host = host_with([10.0, 20.0], age=600.0)
+    host = host_with_cpu_history([10.0, 20.0], age=600.0)
     cutoff = datetime.datetime.now() - datetime.timedelta(seconds=300)
     assert host.metric_since("cpu.percent:mean:1h", cutoff) is None
 
 
 def test_a_bad_statistic_name_is_unavailable_not_a_crash():
-    host = host_with([10.0])
+    host = host_with_cpu_history([10.0])
     assert host.metric_since("cpu.percent:median:1h", None) is None
     assert host.metric_since("cpu.percent:mean:forever", None) is None
 
 
 def test_the_column_of_a_statistic_is_cached_per_table():
-    hosts = [host_with([10.0, 30.0]), host_with([50.0, 50.0])]
+    hosts = [host_with_cpu_history([10.0, 30.0]),
+             host_with_cpu_history([50.0, 50.0])]
     table = HostTable(hosts)
     column = fresh_metric(table, "cpu.percent:mean:1h", None)
     assert column.tolist() == [20.0, 50.0]

@@ -1,32 +1,18 @@
 """Hosts with a cpu.percent history, for the load-aware weighers' tests."""
 
-import datetime
-
 from oslo_config import cfg
 
 from scheduler.conf import metrics as metrics_conf
-from scheduler.hosts import history
 from scheduler.hosts.state import HostState
-from scheduler.hosts.state import Metric
 from scheduler.request.spec import RequestSpec
-from tests.fakes import make_host
-
-MINUTE = datetime.timedelta(minutes=1)
+from tests.fakes import host_with_cpu_history
 
 
 def loaded_host(name: str, values: list[float], vcpus: int = 8,
                 **fields) -> HostState:
     """A host of ``vcpus`` whose cpu.percent reports, one a minute, were
     ``values``, the last one now."""
-    host = make_host(name, metrics={"cpu.percent": values[-1]},
-                     vcpus=vcpus, **fields)
-    stamp = host.metrics["cpu.percent"].timestamp
-    held = history.EMPTY
-    for index, value in enumerate(values):
-        when = stamp - (len(values) - 1 - index) * MINUTE
-        held = held.appended({"cpu.percent": Metric(value, when)}, 3600.0)
-    host.metric_history = held
-    return host
+    return host_with_cpu_history(values, name, vcpus=vcpus, **fields)
 
 
 def spec(vcpus: int = 2, memory_mb: int = 2048) -> RequestSpec:
