@@ -194,6 +194,31 @@ def test_readings_fleet_and_oracle_on_the_examples(run_console_script,
     assert "2 readings line(s) skipped" in result.stderr
 
 
+def test_the_load_aware_examples_run_on_readings(run_console_script):
+    """The two recommended configurations pass config check and run as
+    given, InstanceLoadWeigher over instance histories included."""
+    root = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
+                        "examples")
+    traces = os.path.join(root, "traces")
+    configs = [os.path.join(root, "simulate", name) for name in (
+        "load-aware.conf", "load-aware-balanced.conf")]
+    result = run_console_script(
+        "scheduler-manage", "simulate", "--trace",
+        os.path.join(traces, "vmtable-readings-sample.csv"),
+        "--cpu-readings", os.path.join(traces, "readings-sample.csv"),
+        "--fleet", os.path.join(traces, "fleet-sample.csv"),
+        "--compare", configs[1], "--format", "json",
+        config_file=configs[0], timeout=180)
+    assert result.returncode == 0, result.stderr
+    placement, balanced = json.loads(result.stdout)["runs"]
+    assert placement["config"] == "load-aware.conf"
+    assert balanced["config"] == "load-aware-balanced.conf"
+    for run in (placement, balanced):
+        assert run["placed"] == run["vms"] == 24
+        assert run["hot_threshold"] == 80
+    assert placement["migrations"] == 0
+
+
 @pytest.mark.parametrize("args, message", [
     (("--synthetic", "10", "--fleet", "x.csv", "--hosts", "3"),
      "--fleet and --hosts are exclusive"),
