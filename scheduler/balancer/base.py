@@ -130,14 +130,24 @@ class Instance:
 
 
 def measured(instance: Instance, host: hm.HostState,
-             cutoff: datetime.datetime | None) -> Instance:
+             cutoff: datetime.datetime | None,
+             window: float | None = None) -> Instance:
     """``instance`` with what ``host``, where it runs, reported of it
     since ``cutoff`` (``hm.stale_before``): stale or unknown entries leave
-    its load assumed."""
+    its load assumed. With a ``window`` (seconds), a fresh instance's
+    load is its mean instance.cpu.percent over that window when the host
+    keeps its history (``[metrics] instance_history_window``): its level,
+    which is what its move takes away for the next hours, rather than
+    one noisy reading."""
+    cpu_percent = instance_metrics.instance_metric(
+        host, instance.uuid, instance_metrics.CPU_PERCENT, cutoff)
+    if cpu_percent is not None and window:
+        mean = host.instance_history.statistic(instance.uuid, "mean",
+                                               window)
+        if mean is not None:
+            cpu_percent = mean
     return dataclasses.replace(
-        instance,
-        cpu_percent=instance_metrics.instance_metric(
-            host, instance.uuid, instance_metrics.CPU_PERCENT, cutoff),
+        instance, cpu_percent=cpu_percent,
         memory_used=instance_metrics.instance_metric(
             host, instance.uuid, instance_metrics.MEMORY_USED, cutoff))
 
@@ -151,19 +161,21 @@ class MeasuredInstances(Sequence[Instance]):
     never measured.
     """
 
-    __slots__ = ("_instances", "_host", "_cutoff", "_measured")
+    __slots__ = ("_instances", "_host", "_cutoff", "_window", "_measured")
 
     def __init__(self, instances: Sequence[Instance], host: hm.HostState,
-                 cutoff: datetime.datetime | None):
+                 cutoff: datetime.datetime | None,
+                 window: float | None = None):
         self._instances = tuple(instances)
         self._host = host
         self._cutoff = cutoff
+        self._window = window
         self._measured: tuple[Instance, ...] | None = None
 
     def _all(self) -> tuple[Instance, ...]:
         if self._measured is None:
             self._measured = tuple(measured(instance, self._host,
-                                            self._cutoff)
+                                            self._cutoff, self._window)
                                    for instance in self._instances)
         return self._measured
 

@@ -15,9 +15,8 @@ balance``. For each cluster whose policy names a balancer it
 
 At most one migration is planned per cluster per tick, as in oVirt. Hosts
 at ``[migration] max_incoming_per_host`` or ``max_outgoing_per_host``
-planned or running migrations take part neither as source nor as
-destination. A dry run decides the same way but claims nothing and
-records nothing.
+planned or running migrations are neither sources nor destinations. A
+dry run decides the same way but claims and records nothing.
 """
 
 import dataclasses
@@ -257,7 +256,9 @@ class BalancePlanner:
         if max_migrations is not None:
             max_incoming = min(max_incoming, max_migrations)
             max_outgoing = min(max_outgoing, max_migrations)
-        cutoff = stale_before(self.clock(), self.conf.metrics.max_age)
+        metrics = self.conf.metrics
+        cutoff = stale_before(self.clock(), metrics.max_age)
+        window = metrics.instance_history_window and metrics.expected_window
         by_node = {host.node_id: host for host in hosts}
         outgoing: dict[int, int] = {}
         incoming: dict[int, int] = {}
@@ -273,7 +274,8 @@ class BalancePlanner:
             leaving = base.Instance(migration.instance_uuid,
                                     migration.vcpus, 0, 0)
             if source in by_node:
-                leaving = base.measured(leaving, by_node[source], cutoff)
+                leaving = base.measured(leaving, by_node[source],
+                                        cutoff, window)
             leaving_vcpus[source] = leaving_vcpus.get(source, 0.0) + \
                 leaving.load
             # The instance, and the migration's own destination claim.
@@ -290,7 +292,7 @@ class BalancePlanner:
                 state=host, cpu_percent=cpu,
                 instances=base.MeasuredInstances(
                     [instance for instance in instances.get(node, ())
-                     if instance.uuid not in moving], host, cutoff),
+                     if instance.uuid not in moving], host, cutoff, window),
                 instance_count=len(host.instances) - outgoing.get(node, 0),
                 can_migrate=(incoming.get(node, 0) < max_incoming
                              and outgoing.get(node, 0) < max_outgoing)))

@@ -9,6 +9,7 @@ import datetime
 import pytest
 
 from scheduler.balancer import base
+from scheduler.hosts import history as metric_history
 from scheduler.hosts import instance_metrics as im
 from scheduler.hosts import state as hm
 from tests.unit.balancer.fakes import even
@@ -173,9 +174,9 @@ def test_measured_instances_measure_on_first_use_only(monkeypatch):
     calls = []
     real = base.measured
 
-    def counting(instance, state, cutoff):
+    def counting(instance, state, cutoff, window=None):
         calls.append(instance.uuid)
-        return real(instance, state, cutoff)
+        return real(instance, state, cutoff, window)
 
     monkeypatch.setattr(base, "measured", counting)
     raw = [base.Instance(vm.name, vm.vcpus, int(vm.memory_gib * 1024), 10)
@@ -187,3 +188,24 @@ def test_measured_instances_measure_on_first_use_only(monkeypatch):
     assert lazy[0].cpu_percent == 100 and lazy[1].load_source == base.MEASURED
     assert calls == ["busy-small", "idle-big"]
     assert hash(lazy) == hash(eager.instances)
+
+
+def test_with_a_window_an_instance_counts_at_its_mean_over_it():
+    state = host(1, 90.0, BUSY_SMALL, IDLE_BIG).state
+    reported = state.instance_metrics["busy-small"]["instance.cpu.percent"]
+    held = metric_history.EMPTY
+    for minutes_ago, value in ((2, 20.0), (1, 40.0), (0, 100.0)):
+        held = held.appended({"busy-small": hm.Metric(
+            value, reported.timestamp - datetime.timedelta(
+                minutes=minutes_ago))}, 3600.0)
+    state.instance_history = held
+    instance = base.Instance("busy-small", BUSY_SMALL.vcpus, 1024, 10)
+    cutoff = hm.stale_before(NOW, MAX_AGE)
+    # One reading without a window; the level (mean 53.3) with one.
+    assert base.measured(instance, state, cutoff).cpu_percent == 100.0
+    assert base.measured(instance, state, cutoff,
+                         3600.0).cpu_percent == pytest.approx(160 / 3)
+    # A stale reading stays unmeasured, history or not.
+    assert base.measured(instance, state, reported.timestamp
+                         + datetime.timedelta(seconds=1),
+                         3600.0).cpu_percent is None
