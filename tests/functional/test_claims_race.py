@@ -34,9 +34,8 @@ from scheduler.db import models
 from scheduler.db import schema
 from tests.functional.fault_harness import ALLOCATIONS
 from tests.functional.fault_harness import CAPACITY
-from tests.functional.fault_harness import HOSTS
 from tests.functional.fault_harness import NODES
-from tests.functional.fault_harness import VCPUS_PER_HOST
+from tests.functional.fault_harness import make_fleet
 
 PROCESSES = 4
 THREADS_PER_PROCESS = 5
@@ -110,19 +109,6 @@ def _worker(url: str, cluster_lock: bool, index: int,
     db_api.dispose_engines()
 
 
-def _add_fleet(engine) -> None:
-    now = models.utcnow()
-    with engine.begin() as connection:
-        connection.execute(NODES.insert(), [{
-            "uuid": str(uuid.uuid4()), "host": f"host{i:02d}",
-            "hypervisor_hostname": f"host{i:02d}.example.org",
-            "cluster": "c1", "availability_zone": "nova",
-            "vcpus": VCPUS_PER_HOST, "memory_mb": 1024 * 1024,
-            "local_gb": 100000, "cpu_allocation_ratio": 1.0,
-            "metrics_updated_at": now, "changed_at": now,
-            "updated_at": now} for i in range(HOSTS)])
-
-
 def _run_workers(url: str, cluster_lock: bool
                  ) -> tuple[list[dict], float]:
     context = multiprocessing.get_context("spawn")
@@ -167,10 +153,7 @@ def _run_workers(url: str, cluster_lock: bool
 @pytest.mark.parametrize("db_url", ["postgresql", "mysql", "sqlite"],
                          indirect=True)
 def test_workers_never_overcommit(db_url, cluster_lock):
-    engine = db_api.get_engine(_config(db_url))
-    schema.db_sync(engine)
-    _add_fleet(engine)
-    db_api.dispose_engines()
+    make_fleet(db_url)
 
     reports, duration = _run_workers(db_url, cluster_lock)
 
@@ -179,7 +162,7 @@ def test_workers_never_overcommit(db_url, cluster_lock):
     errors = [e for r in reports for e in r["errors"]]
     stats = {key: sum(r["stats"][key] for r in reports)
              for key in reports[0]["stats"]}
-    print(f"\nrace backend={engine.dialect.name} "
+    print(f"\nrace backend={sa.engine.make_url(db_url).get_backend_name()} "
           f"cluster_lock={cluster_lock} processes={PROCESSES} "
           f"threads={PROCESSES * THREADS_PER_PROCESS} "
           f"calls={PROCESSES * CALLS_PER_PROCESS} successes={len(placed)} "
