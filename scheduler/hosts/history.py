@@ -66,8 +66,9 @@ def _start(pairs: array, after: float) -> int:
 def _running_sums(pairs: array, sums: array | None = None) -> array:
     """Running (sum, sum of squares) of the values of ``pairs``,
     interleaved, one pair per report: ``sums`` (those of a prefix of
-    ``pairs``) extended over the rest."""
-    sums = array("d") if sums is None else array("d", sums)
+    ``pairs``, an array of the caller's own: it is extended in place)
+    extended over the rest."""
+    sums = array("d") if sums is None else sums
     total, squares = (sums[-2], sums[-1]) if sums else (0.0, 0.0)
     for value in pairs[len(sums) + 1::2]:
         total += value
