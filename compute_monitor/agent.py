@@ -38,32 +38,49 @@ MIB = 1024 * 1024
 GIB = 1024 * MIB
 
 
+def _did_you_mean(names: list[str], available: list[str]) -> str:
+    if len(names) == 1:
+        return suggest.did_you_mean(names[0], available)
+    return "".join(f"; did you mean {match!r} for {name!r}?"
+                   for name in names
+                   if (match := suggest.closest(name, available)) not in
+                   (None, name))
+
+
 def load_monitors(conf: cfg.ConfigOpts
                   ) -> list[tuple[str, base.ResourceMonitorPluginBase]]:
     """Instantiate the plugins named in ``[compute_monitor] monitors``.
 
-    Raises ConfigError naming the first unknown or unloadable plugin.
+    Raises one ConfigError naming every unknown or unloadable plugin.
     """
     names = list(dict.fromkeys(conf.compute_monitor.monitors))
+    bad: list[str] = []
+    problems: list[str] = []
 
     def missing(missing_names):
-        available = importlib.metadata.entry_points(
-            group=MONITOR_NAMESPACE).names
-        raise exception.ConfigError(
-            "compute_monitor", "monitors", ",".join(sorted(missing_names)),
-            f"expected entry points of {MONITOR_NAMESPACE}: "
-            f"{', '.join(sorted(available))}"
-            + suggest.did_you_mean(sorted(missing_names)[0], available))
+        # stevedore counts a monitor that failed to load as missing too.
+        unknown = [name for name in names
+                   if name in missing_names and name not in bad]
+        if not unknown:
+            return
+        available = sorted(importlib.metadata.entry_points(
+            group=MONITOR_NAMESPACE).names)
+        bad.extend(unknown)
+        problems.append(f"expected entry points of {MONITOR_NAMESPACE}: "
+                        f"{', '.join(available)}"
+                        + _did_you_mean(unknown, available))
 
     def failed(_manager, entrypoint, error):
-        raise exception.ConfigError(
-            "compute_monitor", "monitors", entrypoint.name,
-            f"the monitor failed to load: {error}")
+        bad.append(entrypoint.name)
+        problems.append(f"monitor {entrypoint.name} failed to load: {error}")
 
     manager = named.NamedExtensionManager(
         MONITOR_NAMESPACE, names, invoke_on_load=True, invoke_args=(conf,),
         name_order=True, on_missing_entrypoints_callback=missing,
         on_load_failure_callback=failed)
+    if problems:
+        raise exception.ConfigError("compute_monitor", "monitors",
+                                    ",".join(bad), "; ".join(problems))
     monitors = []
     for extension in manager:
         if not extension.obj.source:
@@ -344,19 +361,23 @@ class MonitorAgent:
             started = time.monotonic()
             try:
                 self.run_cycle()
-            except sa_exc.SQLAlchemyError as e:
-                delay = self._backoff.next()
-                self._log_db_error(e, delay)
-            except exception.SchedulerError as e:
-                delay = self._backoff.next()
-                LOG.error("%s; retrying in %.0f s", e, delay)
-            else:
+                failure = None
+            except (sa_exc.SQLAlchemyError, exception.SchedulerError) as e:
+                failure = e
+            # Logged outside the except block: oslo.log would append the
+            # exception's text to a WARNING logged in it, a second time.
+            if failure is None:
                 self._backoff.reset()
                 delay = interval - (time.monotonic() - started)
+            else:
+                delay = self._backoff.next()
+                self._log_failure(failure, delay)
             wait(max(delay, 0))
 
-    def _log_db_error(self, error: sa_exc.SQLAlchemyError,
-                      delay: float) -> None:
+    def _log_failure(self, error: Exception, delay: float) -> None:
+        if not isinstance(error, sa_exc.SQLAlchemyError):
+            LOG.error("%s; retrying in %.0f s", error, delay)
+            return
         where = db_api.safe_url(self.conf.database.connection)
         detail = db_api.one_line(error)
         if db_api.is_retriable(error):

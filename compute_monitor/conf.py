@@ -2,6 +2,7 @@
 
 from oslo_config import cfg
 
+from scheduler.conf import cli
 from scheduler.conf import database
 from scheduler.conf import default
 
@@ -105,7 +106,8 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
 
 def list_opts() -> list:
     return [
-        ("DEFAULT", default.default_opts),
+        # --strict is registered by cli.parse, as a command-line option.
+        ("DEFAULT", [cli.strict_opt, *default.default_opts]),
         (database._group(), database.database_opts),
         (_group(), monitor_opts + node_opts),
     ]

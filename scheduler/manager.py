@@ -47,6 +47,7 @@ from oslo_config import cfg
 
 from scheduler.common import observability
 from scheduler.engine import filter_scheduler
+from scheduler.hosts import reported_metrics
 from scheduler.placement import lock
 from scheduler.placement import pending
 from scheduler.placement.balance_planner import BalancePlanner
@@ -172,6 +173,12 @@ class SchedulerManager:
         return RequestSpec.from_dict(
             spec_dict, scope=self.conf.metrics.extra_specs_scope,
             instance_uuids=uuids)
+
+    def unreported_weight_metrics(self) -> list[tuple[str, str]]:
+        """The ``[metrics] weight_setting`` metrics no host reports, each
+        with why (``reported_metrics.unreported_weight_metrics``)."""
+        return reported_metrics.unreported_weight_metrics(
+            self.conf.metrics.weight_setting, self.host_manager.host_states())
 
     # explain / release
 

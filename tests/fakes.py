@@ -18,7 +18,9 @@ in ``tests/unit/conftest.py``.
 
 import contextlib
 import datetime
+import logging
 import random
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -166,3 +168,22 @@ def host_with_cpu_history(values: list[float], name: str = "node-1",
         held = held.appended({"cpu.percent": Metric(value, when)}, 3600.0)
     host.metric_history = held
     return host
+
+
+@contextlib.contextmanager
+def exceptions_at_warnings(logger: str) -> Iterator[list]:
+    """The exception being handled (or None) when each WARNING or worse
+    of ``logger`` was emitted: oslo.log appends that exception's text to
+    the line, a second time where the message already gives it."""
+    seen: list = []
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(sys.exc_info()[1])
+
+    handler = Handler(logging.WARNING)
+    logging.getLogger(logger).addHandler(handler)
+    try:
+        yield seen
+    finally:
+        logging.getLogger(logger).removeHandler(handler)

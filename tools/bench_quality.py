@@ -36,10 +36,10 @@ import tempfile
 
 import numpy as np
 
-from scheduler.cmd import simulate
 from scheduler.common import gc_tuning
 from scheduler.simulation import fleet
 from scheduler.simulation import runner
+from scheduler.simulation import runs as simulation_runs
 from scheduler.simulation import trace
 
 SAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, "examples",
@@ -66,7 +66,7 @@ def _configs(names, directory):
         path = os.path.join(directory, f"{name}.conf")
         with open(path, "w") as stream:
             stream.write(CONFIGS.get(name, HERD_CONFIG))
-        configs.append((name, simulate.load_config(path)))
+        configs.append((name, simulation_runs.load_config(path)))
     return configs
 
 
@@ -109,7 +109,7 @@ def main() -> int:
                                                      clusters=args.clusters),
                                seed=args.seed, duration=args.duration)
     with tempfile.TemporaryDirectory() as directory:
-        runs, _ = simulate.run_all(
+        runs, _ = simulation_runs.run_all(
             _configs(args.config or list(CONFIGS), directory), workload,
             settings)
         for run in runs:
@@ -134,7 +134,7 @@ def main() -> int:
         if args.herd:
             herd = runner.Settings(fleet=fleet.FleetSpec(1000, 32, 131072),
                                    duration=60.0)
-            (result,), _ = simulate.run_all(
+            (result,), _ = simulation_runs.run_all(
                 _configs(["herd"], directory), herd_workload(100, 60.0),
                 herd)
             print(f"case=herd hosts=1000 requests=100 weigher=cpu.percent=-1 "

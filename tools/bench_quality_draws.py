@@ -23,10 +23,10 @@ import tempfile
 
 import numpy as np
 
-from scheduler.cmd import simulate
 from scheduler.common import gc_tuning
 from scheduler.simulation import fleet
 from scheduler.simulation import runner
+from scheduler.simulation import runs as simulation_runs
 from scheduler.simulation import trace
 
 DEFAULT_CONFIGS = ("nova-default", "cpu-minmax")
@@ -93,14 +93,14 @@ def run_draw(path: str, config_files: list[str], args) -> list[dict]:
     """The runs of every configuration (and the oracle) on one draw."""
     logging.getLogger("scheduler").setLevel(logging.WARNING)
     configs = [(os.path.splitext(os.path.basename(name))[0],
-                simulate.load_config(name)) for name in config_files]
+                simulation_runs.load_config(name)) for name in config_files]
     workload = trace.read_vmtable(os.path.join(path, "vmtable.csv"))
     duration = args.duration or float(workload.deleted.max())
     settings = runner.Settings(
         fleet=fleet.read_fleet(os.path.join(path, "fleet.csv")),
         seed=args.seed, duration=duration,
         readings=(os.path.join(path, "readings.csv"),))
-    runs, _ = simulate.run_all(configs, workload, settings,
+    runs, _ = simulation_runs.run_all(configs, workload, settings,
                                oracle=args.oracle)
     for run in runs:
         run.pop("readings_problems", None)
@@ -121,7 +121,7 @@ def summarise(draws: list[list[dict]]) -> dict:
     names = [run["config"] for run in draws[0]]
     base = [runs[0]["hot_host_minutes"] for runs in draws]
     oracle = ([runs[-1]["hot_host_minutes"] for runs in draws]
-              if names[-1] == simulate.ORACLE else None)
+              if names[-1] == simulation_runs.ORACLE else None)
     summary = {}
     for index, name in enumerate(names):
         hot = [runs[index]["hot_host_minutes"] for runs in draws]

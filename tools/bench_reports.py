@@ -48,7 +48,6 @@ try:
 except ImportError:  # python -m tools.bench_reports
     from tools import bench_claims_load
 
-from scheduler.cmd import simulate
 from scheduler.common import clock
 from scheduler.common import gc_tuning
 from scheduler.db import api as db_api
@@ -58,6 +57,7 @@ from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.simulation import fleet as fleet_mod
 from scheduler.simulation import runner
+from scheduler.simulation import runs as simulation_runs
 
 PHASES = runner.MAX_PHASES
 REPORT_INTERVAL = runner.Settings.report_interval
@@ -165,7 +165,7 @@ def main() -> int:
     if args.hosts < PHASES:
         parser.error(f"--hosts must be at least {PHASES}: one node a phase")
     # Where and as the simulator keeps its scratch database.
-    with simulate.scratch_directory() as directory:
+    with simulation_runs.scratch_directory() as directory:
         path = os.path.join(directory, "reports.sqlite")
         conf = bench_claims_load.make_conf(f"sqlite:///{path}")
         conf.set_override("sqlite_synchronous", False, group="database")

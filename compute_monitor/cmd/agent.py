@@ -13,7 +13,6 @@ from compute_monitor import agent as agent_mod
 from compute_monitor import conf as monitor_conf
 from scheduler import exception
 from scheduler.cmd import common
-from scheduler.cmd import unknown_options
 from scheduler.conf import cli
 from scheduler.db import api as db_api
 
@@ -56,12 +55,12 @@ def format_row(row: dict) -> str:
     return "{\n" + ",\n".join(lines) + "\n}"
 
 
+@cli.quiet_when_output_closes
 def main(argv: Sequence[str] | None = None) -> int:
     monitor_conf.register_opts(CONF)
     CONF.register_cli_opts(cli_opts)
     common.prepare(PROG, CONF, argv, "compute_monitor",
                    validators=[_validate], description=DESCRIPTION)
-    unknown_options.warn_unknown_options(CONF)
     try:
         monitors = agent_mod.load_monitors(CONF)
     except exception.ConfigError as e:
@@ -75,12 +74,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(format_row(agent.node_row()))
         return 0
-    signal.signal(signal.SIGTERM, lambda *_: agent.stop())
-    signal.signal(signal.SIGINT, lambda *_: agent.stop())
+    def on_signal(signum: int, _frame: object) -> None:
+        LOG.info("Caught %s, stopping", signal.Signals(signum).name)
+        agent.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     LOG.info("Reporting %d monitors (%s) every %d s", len(monitors),
              ", ".join(name for name, _ in monitors),
              CONF.compute_monitor.interval)
     agent.run_forever()
+    LOG.info("%s stopped", PROG)
     return 0
 
 

@@ -49,11 +49,15 @@ class DiskMonitor(base.ResourceMonitorPluginBase):
             ]
         path = self.conf.compute_monitor.instances_path
         try:
-            usage = psutil.disk_usage(path)
+            usage, problem = psutil.disk_usage(path), None
         except OSError as e:
+            usage, problem = None, e.strerror or str(e)
+        if usage is None:
             # A wrong instances_path must not also cost the I/O rates.
+            # Logged here, not in the except block, where oslo.log would
+            # repeat the exception's text.
             LOG.warning("Disk monitor: cannot get the usage of "
-                        "instances_path %s: %s", path, e)
+                        "instances_path %s: %s", path, problem)
             return entries
         entries += [
             self._entry("disk.total", usage.total, timestamp),

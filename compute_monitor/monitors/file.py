@@ -10,6 +10,19 @@ from compute_monitor import base
 LOG = logging.getLogger(__name__)
 
 
+def _read(path: str) -> tuple[object, str | None]:
+    """The JSON of ``path``, or why it cannot be read. The caller logs it
+    outside the except block, where oslo.log would repeat the exception."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f), None
+    except OSError as e:
+        return None, e.strerror or str(e)
+    # Invalid JSON and bytes that are not UTF-8.
+    except ValueError as e:
+        return None, str(e)
+
+
 class FileMonitor(base.ResourceMonitorPluginBase):
     """Reports the metrics found in ``[compute_monitor] file_path``.
 
@@ -34,13 +47,10 @@ class FileMonitor(base.ResourceMonitorPluginBase):
     def get_metrics(self) -> list[dict]:
         path = self.conf.compute_monitor.file_path
         self.source = "file:" + path
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        # ValueError covers invalid JSON and bytes that are not UTF-8.
-        except (OSError, ValueError) as e:
+        data, problem = _read(path)
+        if problem is not None:
             LOG.warning("File monitor: cannot read metrics file %s: %s",
-                        path, e)
+                        path, problem)
             return []
         timestamp = base.utc_timestamp()
         if isinstance(data, dict):

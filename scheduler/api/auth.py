@@ -181,10 +181,42 @@ def wrap(application, conf: cfg.ConfigOpts):
     if strategy == api_conf.KEYSTONE:
         return keystone.protect(application, conf)
     path = conf.oslo_middleware.http_basic_auth_user_file
+    problem = htpasswd_problem(path)
+    if problem is None:
+        try:
+            return CachedBasicAuth(application, path)
+        except Exception as e:  # oslo.middleware's ConfigInvalid and others
+            problem = f"expected a readable htpasswd file of bcrypt " \
+                f"entries (htpasswd -B): {e}"
+    raise exception.ConfigError("oslo_middleware",
+                                "http_basic_auth_user_file", path, problem)
+
+
+#: How bcrypt hashes start, the only ones oslo.middleware accepts.
+_BCRYPT_PREFIXES = ("$2y$", "$2a$", "$2b$")
+#: For the newcomer who started scheduler-api with the default strategy.
+TRIAL_HINT = ("for a trial on this machine without authentication, run "
+              "'scheduler-manage --config-file examples/api/noauth.conf db "
+              "sync', then start with --config-file examples/api/noauth.conf")
+
+
+def htpasswd_problem(path: str) -> str | None:
+    """Why the htpasswd file at ``path`` cannot serve, in words for the
+    error line, or None. oslo.middleware's own message for it is a
+    literal 'Invalid configuration file. %(error_msg)s'."""
     try:
-        return CachedBasicAuth(application, path)
-    except Exception as e:  # oslo.middleware's ConfigInvalid and others
-        raise exception.ConfigError(
-            "oslo_middleware", "http_basic_auth_user_file", path,
-            f"expected a readable htpasswd file of bcrypt entries "
-            f"(htpasswd -B): {e}") from None
+        with open(path, encoding="utf-8") as htpasswd:
+            lines = htpasswd.read().splitlines()
+    except FileNotFoundError:
+        return (f"no such file; create it with 'htpasswd -c -B {path} "
+                f"USER' (docs/api.md), or {TRIAL_HINT}")
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) else "not UTF-8"
+        return f"cannot read it ({reason}); {TRIAL_HINT}"
+    for number, line in enumerate(lines, 1):
+        # Lines without a colon are skipped by oslo.middleware too.
+        user, colon, hashed = line.strip().partition(":")
+        if colon and not hashed.startswith(_BCRYPT_PREFIXES):
+            return (f"line {number} (user {short(user, 40)}) is not a "
+                    "bcrypt hash; expected entries of 'htpasswd -B'")
+    return None

@@ -13,7 +13,6 @@ from scheduler.api import auth
 from scheduler.api import server as api_server
 from scheduler.cmd import api_checks
 from scheduler.cmd import common
-from scheduler.cmd import unknown_options
 from scheduler.conf import api as api_conf
 from scheduler.conf import cli
 from scheduler.db import schema
@@ -21,9 +20,18 @@ from scheduler.db import schema
 CONF = scheduler_conf.CONF
 PROG = "scheduler-api"
 LOG = logging.getLogger(__name__)
-DESCRIPTION = ("Serve the scheduling policies REST API: policy units, "
-               "scheduling policies, cluster assignments, migration "
-               "policies and permissions, on [api] host and port.")
+DESCRIPTION = (
+    "Serve the scheduling policies REST API: policy units, scheduling "
+    "policies, cluster assignments, migration policies and permissions, "
+    "on [api] host and port (127.0.0.1:8795). Authentication, [api] "
+    "auth_strategy: http_basic (the default; bcrypt users of the htpasswd "
+    "file [oslo_middleware] http_basic_auth_user_file, /etc/htpasswd, "
+    "written by 'htpasswd -c -B'), keystone ([keystone_authtoken]) or "
+    "noauth (every caller an admin; loopback [api] host only). For a "
+    "trial without authentication: 'scheduler-manage --config-file "
+    "examples/api/noauth.conf db sync', then 'scheduler-api --config-file "
+    "examples/api/noauth.conf'. See docs/api.md. A configuration error "
+    "exits 2.")
 
 
 def _check_schema(conf) -> None:
@@ -42,12 +50,11 @@ def build(argv: Sequence[str]):
     # too) read now, a malformed one exits 2 with one line.
     common.validate(PROG, CONF, validators=[
         _validate_auth, api_checks.validate_policy_file])
-    logging.setup(CONF, "scheduler")
     if CONF.api.auth_strategy != api_conf.KEYSTONE:
         # Keystone's password plugin options, as optional: a file shared
         # with a keystone deployment is not reported as misspelt.
         api_conf.register_library_opts(CONF, auth_plugin=True)
-    unknown_options.warn_unknown_options(CONF)
+    common.start_logging(PROG, CONF, "scheduler")
     _check_schema(CONF)
     try:
         return api_app.make_app(CONF)

@@ -10,9 +10,10 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from scheduler import exception
+from scheduler.cmd import unknown_options
 from scheduler.common import suggest
 from scheduler.conf import cli
-from scheduler.policies import cluster as cluster_policy
+from scheduler.conf import policies as policy_conf
 from scheduler.policies.migration import policies as migration_policies
 
 
@@ -92,6 +93,16 @@ def option_problems(conf: cfg.ConfigOpts
                     yield e
 
 
+def _names_cluster_policies(conf: cfg.ConfigOpts) -> bool:
+    """Whether the config files write a [policy:NAME] group or attach a
+    policy (``cluster_policies``, ``default_policy``): the built-ins are
+    validated only when used, so without either there is nothing to
+    load."""
+    return bool(policy_conf.register_policy_groups(conf)
+                or conf.scheduler.cluster_policies
+                or conf.scheduler.default_policy is not None)
+
+
 def validate_options(conf: cfg.ConfigOpts) -> None:
     """Read every registered option once so bad values fail at start-up,
     then the cluster and migration policies built from them.
@@ -102,7 +113,11 @@ def validate_options(conf: cfg.ConfigOpts) -> None:
     for problem in option_problems(conf):
         raise problem
     # compute-monitor shares this start-up but not the scheduler's policies.
-    if "balancer" in conf:
+    if "balancer" in conf and _names_cluster_policies(conf):
+        # Imported only then: the policies bring the engine, the filters,
+        # the weighers and the balancers (a third of a second of CPU
+        # that every scheduler-manage command would pay).
+        from scheduler.policies import cluster as cluster_policy
         cluster_policy.load_policies(conf)
     if "migration" in conf:
         migration_policies.load_migration_policies(conf)
@@ -135,4 +150,11 @@ def prepare(prog: str, conf: cfg.ConfigOpts, argv: Sequence[str] | None,
     """
     cli.parse(prog, conf, argv, project, description)
     validate(prog, conf, validators)
+    start_logging(prog, conf, project)
+
+
+def start_logging(prog: str, conf: cfg.ConfigOpts, project: str) -> None:
+    """Set up logging, then report the names of the config files that
+    no option reads: one WARNING each, or with ``--strict`` exit 2."""
     logging.setup(conf, project)
+    unknown_options.report_unknown_options(prog, conf)

@@ -169,7 +169,9 @@ def problems(conf: cfg.ConfigOpts,
             if not bad_options:
                 lines.append(str(e).replace("\n", " "))
     if not bad_options:
-        lines += [_line(e) for e in weight_setting_check.reported_problems(
-            conf, [] if notes is None else notes)]
+        lines += [_line(exception.ConfigError("metrics", "weight_setting",
+                                              name, why))
+                  for name, why in weight_setting_check.reported_problems(
+                      conf, [] if notes is None else notes)]
     # A validator may repeat what a finer check said (policies file).
     return list(dict.fromkeys(lines))

@@ -4,9 +4,16 @@ An embedded SQLite file, the ``kombu+memory`` transport, this machine's
 real compute monitor plus simulated nodes with varied metrics, the
 scheduler service and an API-node client. The weighing configuration is
 printed, then a handful of requests go over the bus; each decision is
-printed with the explain table of the same fleet state.
+printed with why it was made and the explain table of the same fleet
+state.
+
+The weighing places by load, as the README describes: the metrics decide
+(``cpu.percent``, and a flavor's ``resources:`` goal above them), free
+RAM and vCPUs (x0.01) only tip near-ties. With Nova's weighers at full
+weight the biggest node would win every request whatever its load.
 """
 
+import collections
 import json
 import logging as std_logging
 import random
@@ -26,12 +33,15 @@ from scheduler.db import schema
 from scheduler.db.tables import ALLOCATIONS
 from scheduler.db.tables import NODES
 from scheduler.engine import filter_scheduler
+from scheduler.hosts.cache.manager import HostManager
 from scheduler.request.spec import RequestSpec
 from scheduler.rpc import rpcapi
 from scheduler.rpc import server
 
 GIB = 2**30
 GB = 10**9
+#: The demo's database, under [DEFAULT] state_path (``--help`` says so).
+DATABASE = "demo.sqlite"
 
 #: (name, cluster, vcpus, memory_mb, rx bytes/s, cpu %, memory free GiB)
 SIMULATED_NODES = (
@@ -58,14 +68,45 @@ DEMO_REQUESTS = (
                  "extra_specs": {"resources:cpu.percent": "min",
                                  "resources:memory.free": ">= 1.5Gi"}},
       "cluster": "core"}),
-    ("three instances at once",
-     {"flavor": {"name": "m1.small", "vcpus": 1, "memory_mb": 2048,
-                 "root_gb": 20}, "num_instances": 3}),
+    # Large enough that a pending claim moves cpu.percent visibly.
+    ("a burst: three large instances at once in cluster core",
+     {"flavor": {"name": "m1.xlarge", "vcpus": 8, "memory_mb": 16384,
+                 "root_gb": 40}, "num_instances": 3, "cluster": "core"}),
     ("cannot fit: 1 TB of RAM",
      {"flavor": {"name": "x1.huge", "vcpus": 8, "memory_mb": 1048576,
                  "root_gb": 40,
                  "extra_specs": {"resources:network.rx.bps": "<1K"}}}),
 )
+
+
+#: (group, option, value) the demo runs with, whatever the config says.
+OVERRIDES = (
+    ("DEFAULT", "transport_url", "kombu+memory:////"),
+    ("filter_scheduler", "weight_classes",
+     ["MetricsWeigher", "ResourcesWeigher", "RAMWeigher", "CPUWeigher"]),
+    # Tie-breakers, together at most 0.02 against MetricsWeigher's 1:
+    # free capacity alone would send everything to the biggest node.
+    ("filter_scheduler", "ram_weight_multiplier", 0.01),
+    ("filter_scheduler", "cpu_weight_multiplier", 0.01),
+    # A flavor's own goal (resources:memory.free=max) outweighs the
+    # fleet-wide weight_setting.
+    ("filter_scheduler", "resources_weight_multiplier", 3.0),
+    ("metrics", "weight_setting", "cpu.percent=-1.0"),
+)
+
+
+def database_url(conf: cfg.ConfigOpts) -> str:
+    """The demo's own SQLite file, whatever [database] connection says."""
+    return f"sqlite:///{conf.state_path}/{DATABASE}"
+
+
+def configure(conf: cfg.ConfigOpts) -> None:
+    """Embedded defaults: the demo's database, the in-memory bus and the
+    demo's weighing (``OVERRIDES``)."""
+    conf.set_override("connection", database_url(conf), group="database")
+    for group, name, value in OVERRIDES:
+        conf.set_override(name, value,
+                          group=None if group == "DEFAULT" else group)
 
 
 def simulated_metrics(rx_bps: float, cpu_percent: float, free_gib: float,
@@ -145,7 +186,52 @@ def weighing(conf: cfg.ConfigOpts) -> str:
            f"{conf.filter_scheduler.weight_normalization}",
            f"  [metrics] weight_setting = {setting or '(empty)'}",
            "  ResourcesWeigher weighs only requests with resources:<metric>"
-           " = max or min extra specs."])
+           " = max or min extra specs.",
+           "  RAMWeigher and CPUWeigher only tip near-ties: the demo places"
+           " by load."])
+
+
+def why(explained: dict) -> str:
+    """Why the first instance went where it went: the chosen host's
+    weight, each weigher's part of it (largest first), and the next
+    best host's weight. The later instances of a burst are weighed with
+    the claims of the earlier ones, which the explain before it cannot
+    show."""
+    weighed = [h for h in explained["hosts"] if h["weight"] is not None]
+    if not weighed:
+        return ""
+    chosen = next(h for h in weighed if h["host"] == explained["selected"][0])
+    parts = sorted(chosen["weights"].items(),
+                   key=lambda item: -abs(item[1]["weighted"]))
+    text = (f"  why (instance 1): {chosen['host']} weighs "
+            f"{chosen['weight']:.3f} = "
+            + " ".join(f"{name} {term['weighted']:+.3f}"
+                       for name, term in parts))
+    others = [h for h in weighed if h is not chosen]
+    if others:
+        text += f"; next best {others[0]['host']} {others[0]['weight']:.3f}"
+    return text
+
+
+def pending_claims(conf: cfg.ConfigOpts,
+                   selections: list[list[dict]]) -> str:
+    """The burst's claims per host, with all the claims not yet in a
+    report and the cpu.percent the weighers see for them: why a burst
+    spreads."""
+    burst = collections.Counter(hosts[0]["host"] for hosts in selections)
+    parts = []
+    for host in HostManager(conf).host_states():
+        reported = host.metrics.get("cpu.percent")
+        if host.host in burst and reported is not None:
+            parts.append(
+                f"{host.host} {burst[host.host]} of {host.claims_pending} "
+                f"(cpu.percent {reported.value:g} -> "
+                f"{host.metric_since('cpu.percent', None):.4g})")
+    return textwrap.fill(
+        "pending claims (this burst's of all), counted in cpu.percent "
+        "until the node's next report: " + ", ".join(sorted(parts)), width=78,
+        initial_indent="  ", subsequent_indent="    ",
+        break_on_hyphens=False)
 
 
 def _print_selection(selections: list[list[dict]]) -> None:
@@ -198,11 +284,16 @@ def run(conf: cfg.ConfigOpts) -> int:
                 selections = client.select_destinations(
                     request_spec, return_alternates=True)
                 _print_selection(selections)
+                print(why(explained))
+                if len(selections) > 1:
+                    print(pending_claims(conf, selections))
             except exception.NoValidHost as e:
                 print(f"  NoValidHost: {e}")
             # The NoValidHost line above already gives the summary.
             print(textwrap.indent(output.explain(
                 {**explained, "summary": None}, "table"), "  "))
+            for warning in explained.get("warnings") or ():
+                print(f"  Warning: {warning}")
             print()
     finally:
         client.close()

@@ -3,14 +3,18 @@ to choose ``weight_setting`` and ``resources:`` extra specs from."""
 
 from oslo_config import cfg
 
+from scheduler.cmd import manage_args
 from scheduler.cmd import output
-from scheduler.hosts import reported_metrics
-from scheduler.hosts.cache.manager import HostManager
 
 COLUMNS = ("metric", "unit", "sources", "hosts")
 
 
 def metrics_list(conf: cfg.ConfigOpts) -> int:
+    # Here: the host cache imports the database, which building the
+    # parser (--help, --version) never needs.
+    from scheduler.hosts import reported_metrics
+    from scheduler.hosts.cache.manager import HostManager
+
     hosts = HostManager(conf).host_states()
     metrics = reported_metrics.reported_metrics(hosts)
     fmt = conf.category.format
@@ -32,6 +36,5 @@ def add_parser(subparsers) -> None:
         "unit (built-in monitors), the monitors reporting it and how many "
         "hosts hold it: the names weight_setting and resources: extra "
         "specs can use.")
-    parser.add_argument("--format", choices=output.FORMATS, default="table",
-                        help="output format (default: %(default)s)")
+    manage_args.add_format(parser)
     parser.set_defaults(func=metrics_list)

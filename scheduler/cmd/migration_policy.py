@@ -1,22 +1,31 @@
 """``scheduler-manage migration-policy list|show``: the migration
 policies the balancers' planned moves carry (oVirt's, and those of
 ``[migration] policies_file``), and what a policy makes the agent do as
-a move stalls: its convergence schedule, played."""
+a move stalls: its convergence schedule, played.
+
+The policies are imported where they are read: they import jsonschema,
+which building the parser (``--help``, ``--version``) never needs."""
 
 import sys
+from typing import TYPE_CHECKING
 
 from oslo_config import cfg
 
+from scheduler.cmd import manage_args
 from scheduler.cmd import output
-from scheduler.policies.migration import convergence
-from scheduler.policies.migration import policies as migration_policies
+
+if TYPE_CHECKING:
+    from scheduler.policies.migration import policies as migration_policies
 
 COLUMNS = ("id", "name", "max_migrations", "auto_convergence",
            "compression", "clusters")
 STEP_COLUMNS = ("when", "action")
 
 
-def _policies(conf: cfg.ConfigOpts) -> migration_policies.MigrationPolicies:
+def _policies(conf: cfg.ConfigOpts
+              ) -> "migration_policies.MigrationPolicies":
+    from scheduler.policies.migration import policies as migration_policies
+
     return migration_policies.load_migration_policies(conf)
 
 
@@ -35,11 +44,13 @@ def migration_policy_list(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
-def played(policy: migration_policies.MigrationPolicy
+def played(policy: "migration_policies.MigrationPolicy"
            ) -> list[tuple[str, str]]:
     """(when, action) of each step the agent takes for a move under
     ``policy``: before it starts, then at each stalled iteration that
     fires one, until the schedule is done."""
+    from scheduler.policies.migration import convergence
+
     player = convergence.Convergence(policy)
     steps = [("before start", _action(a)) for a in player.initial_actions()]
     stalled = 0
@@ -50,7 +61,7 @@ def played(policy: migration_policies.MigrationPolicy
     return steps
 
 
-def _action(action: migration_policies.Action) -> str:
+def _action(action: "migration_policies.Action") -> str:
     return " ".join([action.action, *map(str, action.params)])
 
 
@@ -78,12 +89,11 @@ def add_parser(subparsers) -> None:
     actions.required = True
     listing = actions.add_parser("list", help="Every usable migration "
                                  "policy and the clusters it is for.")
-    listing.add_argument("--format", choices=output.FORMATS,
-                         default="table")
+    manage_args.add_format(listing)
     listing.set_defaults(func=migration_policy_list)
     show = actions.add_parser(
         "show", help="What the agent does under one policy as a move "
         "stalls: its convergence schedule, step by step.")
     show.add_argument("id", metavar="ID", help="policy id (see list)")
-    show.add_argument("--format", choices=output.FORMATS, default="table")
+    manage_args.add_format(show)
     show.set_defaults(func=migration_policy_show)

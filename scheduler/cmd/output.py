@@ -9,15 +9,23 @@ import datetime
 import io
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from scheduler.common import text_table
-from scheduler.hosts import state as hm
+
+if TYPE_CHECKING:
+    # Annotations only: the host states import NumPy, which the parser
+    # (every command's --format choices) would import with them.
+    from scheduler.hosts import state as hm
 
 FORMATS = ("table", "json", "csv")
 
 #: Marks of the explain table's first column.
 CHOSEN = "*"
 ALTERNATE = "alt"
+#: The explain table's policy line when no cluster policy applies.
+NO_POLICY = ("none (the [filter_scheduler] filters and weighers, "
+             "[scheduler] default_policy unset)")
 
 #: Keys of a ``hosts list`` record, in column order (JSON and CSV).
 HOST_FIELDS = (
@@ -32,6 +40,8 @@ def _cell(value) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
+        # -1 x 0.0 is -0.0, which would print as "-0".
+        value += 0.0
         return f"{value:.3f}".rstrip("0").rstrip(".") if value % 1 else \
             f"{value:.0f}"
     return str(value)
@@ -75,7 +85,7 @@ def _age(now: datetime.datetime,
     return None if then is None else round((now - then).total_seconds(), 1)
 
 
-def host_state(host: hm.HostState, now: datetime.datetime,
+def host_state(host: "hm.HostState", now: datetime.datetime,
                down_after: float) -> str:
     """``disabled``, ``down`` (no heartbeat for more than ``down_after``
     seconds, ``[filter_scheduler] service_down_time``) or ``up``."""
@@ -87,7 +97,7 @@ def host_state(host: hm.HostState, now: datetime.datetime,
     return "up"
 
 
-def host_record(host: hm.HostState, now: datetime.datetime,
+def host_record(host: "hm.HostState", now: datetime.datetime,
                 down_after: float) -> dict:
     """One ``hosts list`` row, keyed by ``HOST_FIELDS``."""
     return {
@@ -110,7 +120,7 @@ def host_record(host: hm.HostState, now: datetime.datetime,
     }
 
 
-def _metric_records(host: hm.HostState,
+def _metric_records(host: "hm.HostState",
                     now: datetime.datetime) -> list[dict]:
     records = []
     for name, metric in sorted(host.metrics.items()):
@@ -125,7 +135,7 @@ def _metric_records(host: hm.HostState,
     return records
 
 
-def host_detail(host: hm.HostState, now: datetime.datetime,
+def host_detail(host: "hm.HostState", now: datetime.datetime,
                 down_after: float) -> dict:
     """The ``hosts show`` document: the ``hosts list`` record plus every
     metric (value, pending-adjusted value where it differs, age,
@@ -232,10 +242,15 @@ def host(detail: dict, fmt: str) -> str:
     return "\n".join(lines)
 
 
+#: The parts of a weigher's term in the explain CSV, in column order.
+_TERM_PARTS = ("raw", "normalized", "weighted")
+
+
 def _explain_rows(document: dict) -> tuple[list[str], list[list]]:
     """Columns and rows shared by the explain table and CSV: the mark,
-    the host, the total weight, per weigher the raw then normalised
-    weight, and the filter, reason and detail of a removed host."""
+    the host, the total weight, per weigher the raw weight, the
+    normalised one and what it added to the total (normalised x
+    multiplier), and the filter, reason and detail of a removed host."""
     selected = document["selected"]
     marks = dict.fromkeys(selected[1:], ALTERNATE)
     if selected:
@@ -244,7 +259,7 @@ def _explain_rows(document: dict) -> tuple[list[str], list[list]]:
         name for host in document["hosts"] for name in host["weights"]))
     columns = ["sel", "host", "weight",
                *[f"{name}.{part}" for name in weighers
-                 for part in ("raw", "normalized")],
+                 for part in _TERM_PARTS],
                "filtered_by", "reason", "detail"]
     rows = []
     for host in document["hosts"]:
@@ -252,32 +267,65 @@ def _explain_rows(document: dict) -> tuple[list[str], list[list]]:
         rows.append([
             "" if host["filtered_by"] else marks.get(host["host"], ""),
             host["host"], host["weight"],
-            *[term.get(part) for term in terms
-              for part in ("raw", "normalized")],
+            *[term.get(part) for term in terms for part in _TERM_PARTS],
             host["filtered_by"], host["reason"], host.get("detail")])
     return columns, rows
 
 
+def _weigher_of(column: str) -> str:
+    """``RAMWeigher`` of ``RAMWeigher.weighted``; other columns as they
+    are."""
+    name, dot, part = column.rpartition(".")
+    return name if dot and part in _TERM_PARTS else column
+
+
+def _multipliers(document: dict) -> dict[str, float]:
+    """Each weigher's multiplier in this decision (the same for every
+    host); empty from a service older than the ``multiplier`` key."""
+    found: dict[str, float] = {}
+    for host in document["hosts"]:
+        for name, term in host["weights"].items():
+            if term.get("multiplier") is not None:
+                found.setdefault(name, term["multiplier"])
+    return found
+
+
+def _explain_heading(document: dict) -> list[str]:
+    """Which cluster policy decided and how the weight is summed."""
+    lines = []
+    if "policy" in document:
+        lines.append(f"Policy: {document['policy'] or NO_POLICY}")
+    multipliers = _multipliers(document)
+    if multipliers:
+        lines.append("Weight: the sum of each weigher's normalised weight "
+                     "x its multiplier (shown per weigher): " + ", ".join(
+                         f"{name} x{_cell(float(multiplier))}"
+                         for name, multiplier in multipliers.items()))
+    return lines
+
+
 def explain(document: dict, fmt: str) -> str:
-    """An explain result (``Decision.as_dict()``, as returned over RPC):
-    one row per host marking the chosen host (``*``), the alternates
-    (``alt``) and, for each removed host, the filter, its reason and
-    detail. The table shows the normalised weights only (the raw ones
-    are in JSON and CSV) and ends with the NoValidHost histogram when
-    nothing fits, then a line per warning about the request."""
+    """An explain result (``Decision.as_dict()`` plus the ``policy``, as
+    returned over RPC): one row per host marking the chosen host (``*``),
+    the alternates (``alt``) and, for each removed host, the filter, its
+    reason and detail. The table starts with the cluster policy and the
+    weighers' multipliers and shows what each weigher added to the
+    weight (the raw and normalised weights are in JSON and CSV); it ends
+    with the NoValidHost histogram when nothing fits. The warnings about
+    the request are JSON's only: the command prints them on stderr."""
     if fmt == "json":
         return _json(document)
     columns, rows = _explain_rows(document)
     if fmt == "csv":
         return _csv(columns, rows)
-    shown = [i for i, c in enumerate(columns) if not c.endswith(".raw")]
-    text = table([columns[i].removesuffix(".normalized") for i in shown],
+    # Older services have no weighted part: their normalised one then.
+    shown = [i for i, c in enumerate(columns) if not c.endswith(
+        (".raw", ".normalized" if _multipliers(document) else ".weighted"))]
+    text = table([_weigher_of(columns[i]) for i in shown],
                  [[row[i] for i in shown] for row in rows])
+    text = "\n".join([*_explain_heading(document), text])
     if document.get("summary"):
         text += f"\n\nNo valid host: {document['summary']}"
-    # Older services answer without the key.
-    for warning in document.get("warnings") or ():
-        text += f"\nWarning: {warning}"
     return text
 
 

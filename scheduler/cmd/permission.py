@@ -1,26 +1,38 @@
 """``scheduler-manage permission add|list|remove``: who may do what
 through scheduler-api (roles admin, cluster_admin, reader on a cluster
-or on all, ``*``). The same table as ``/v1/permissions``."""
+or on all, ``*``). The same table as ``/v1/permissions``.
+
+The commands import the database where they run: building the parser
+(``--help``, ``--version``) must not import SQLAlchemy."""
 
 import sys
+from typing import TYPE_CHECKING
 
 from oslo_config import cfg
-from sqlalchemy.orm import Session
 
+from scheduler.cmd import manage_args
 from scheduler.cmd import output
-from scheduler.db import api as db_api
-from scheduler.db import permissions as store
+from scheduler.db import roles
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 COLUMNS = ("id", "user", "domain", "role", "cluster")
 
 
-def _session(conf: cfg.ConfigOpts) -> Session:
+def _session(conf: cfg.ConfigOpts) -> "Session":
+    from sqlalchemy.orm import Session
+
+    from scheduler.db import api as db_api
+
     return Session(db_api.get_engine(conf), expire_on_commit=False)
 
 
 def permission_add(conf: cfg.ConfigOpts) -> int:
+    from scheduler.db import permissions as store
+
     args = conf.category
-    cluster = args.cluster or store.ALL_CLUSTERS
+    cluster = args.cluster or roles.ALL_CLUSTERS
     try:
         with _session(conf) as session, session.begin():
             row = store.add(session, args.user, args.role, cluster,
@@ -39,6 +51,8 @@ def permission_add(conf: cfg.ConfigOpts) -> int:
 
 
 def permission_list(conf: cfg.ConfigOpts) -> int:
+    from scheduler.db import permissions as store
+
     with _session(conf) as session:
         rows = [store.as_dict(row) for row in store.list_all(session)]
     print(output.render(COLUMNS, [tuple(r[c] for c in COLUMNS)
@@ -48,6 +62,8 @@ def permission_list(conf: cfg.ConfigOpts) -> int:
 
 
 def permission_remove(conf: cfg.ConfigOpts) -> int:
+    from scheduler.db import permissions as store
+
     permission_id = conf.category.id
     with _session(conf) as session, session.begin():
         removed = store.remove(session, permission_id)
@@ -76,14 +92,12 @@ def add_parser(subparsers) -> None:
     add.add_argument("--domain", help="the id of the user's Keystone "
                      "domain (default: none: an htpasswd user, or a "
                      "Keystone user of the 'default' domain)")
-    add.add_argument("--role", required=True, choices=store.ROLES)
+    add.add_argument("--role", required=True, choices=roles.ROLES)
     add.add_argument("--cluster", help="cluster name (default: *, all; "
                      "admin is always *)")
     add.set_defaults(func=permission_add)
     listing = actions.add_parser("list", help="Every permission.")
-    listing.add_argument("--format", choices=output.FORMATS,
-                         default="table",
-                         help="output format (default: %(default)s)")
+    manage_args.add_format(listing)
     listing.set_defaults(func=permission_list)
     remove = actions.add_parser("remove", help="Take a permission back.")
     remove.add_argument("id", help="the permission's id (permission list)")

@@ -30,7 +30,6 @@ from scheduler import exception
 from scheduler import manager as manager_mod
 from scheduler import rpc
 from scheduler.cmd import common
-from scheduler.cmd import unknown_options
 from scheduler.cmd import weight_setting_check
 from scheduler.common import observability
 from scheduler.conf import cli
@@ -160,7 +159,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                    validators=[_validate_database, validate_transport,
                                weight_setting_check.validate_windows],
                    description=DESCRIPTION)
-    unknown_options.warn_unknown_options(CONF)
     workers = configured_workers(CONF)
     try:
         # Before the manager: its metrics must be created in the mode
@@ -172,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         manager = manager_mod.SchedulerManager(CONF)
     except exception.ConfigError as e:
         cli.config_error_exit(PROG, str(e))
+    weight_setting_check.warn_unreported(CONF)
     scheme = CONF.transport_url.partition(":")[0]
     if scheme in _LOSSY_TRANSPORTS:
         LOG.warning("transport_url %s loses messages between processes "

@@ -2,8 +2,9 @@
 
 oslo.config ignores them silently, so a misspelt name (``intervall``, a
 ``[metric]`` group) leaves the default in force without a word.
-``config check`` lists them as problems; ``scheduler-service`` and
-``compute-monitor`` log one WARNING each at start-up. Known means read by
+``config check`` lists them as problems; every other command of the
+programs logs one WARNING each at start-up, or with ``--strict`` (``[DEFAULT]
+strict = true``) exits 2 naming them all. Known means read by
 any program of the project, an installed plugin package or oslo.log /
 oslo.messaging: one file may serve the service and the agent.
 """
@@ -19,6 +20,7 @@ from compute_monitor import conf as monitor_conf
 from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler.common import suggest
+from scheduler.conf import cli
 from scheduler.conf import messaging as messaging_conf
 from scheduler.conf import plugins as plugin_conf
 from scheduler.conf import policies as policy_conf
@@ -68,6 +70,13 @@ class Unknown:
     def hint(self) -> str:
         return f"; did you mean {self.closest!r}?" if self.closest else ""
 
+    def brief(self) -> str:
+        """``[group] key of path; did you mean ...`` for a list."""
+        what = (f"[{self.section}] (unknown group)" if self.whole_group
+                else f"[{self.section}] {self.key}")
+        hint = f" (did you mean {self.closest!r}?)" if self.closest else ""
+        return f"{what} of {self.path}{hint}"
+
     def problem(self) -> exception.ConfigError:
         # The value is not shown: a misspelt password option is not
         # known to be secret.
@@ -97,17 +106,48 @@ def unknown_options(conf: cfg.ConfigOpts) -> Iterator[Unknown]:
                                   suggest.closest(key, known[section]))
 
 
-def warn_unknown_options(conf: cfg.ConfigOpts) -> None:
-    """One WARNING per unknown group or option at start-up (after
-    logging is set up)."""
-    register_all_opts(conf)
+def _one_per_group(unknowns: Iterator[Unknown]) -> Iterator[Unknown]:
+    """The unknown options, and each unknown group once."""
     groups = set()
-    for unknown in unknown_options(conf):
+    for unknown in unknowns:
+        if not unknown.whole_group:
+            yield unknown
+        elif (unknown.section, unknown.path) not in groups:
+            groups.add((unknown.section, unknown.path))
+            yield unknown
+
+
+def _reported(conf: cfg.ConfigOpts) -> list[Unknown]:
+    """The unknown groups and options, each group once. What the program
+    registered already is tried first: when it reads every key, the
+    other programs' and libraries' options (oslo.messaging, the
+    agent's monitors: half a second of imports) need not be loaded."""
+    if not any(unknown_options(conf)):
+        return []
+    register_all_opts(conf)
+    return list(_one_per_group(unknown_options(conf)))
+
+
+def report_unknown_options(prog: str, conf: cfg.ConfigOpts) -> None:
+    """At start-up (after logging is set up): with ``strict``, exit 2
+    with one line naming every unknown group and option; else one
+    WARNING each."""
+    unknowns = _reported(conf)
+    if conf.strict:
+        if unknowns:
+            cli.config_error_exit(
+                prog, "unknown options refused by --strict (strict = true):"
+                f" {', '.join(u.brief() for u in unknowns)}")
+        return
+    _warn(unknowns)
+
+
+def _warn(unknowns: list[Unknown]) -> None:
+    for unknown in unknowns:
         if not unknown.whole_group:
             LOG.warning("Unknown option %s in [%s] of %s, ignored%s",
                         unknown.key, unknown.section, unknown.path,
                         unknown.hint)
-        elif (unknown.section, unknown.path) not in groups:
-            groups.add((unknown.section, unknown.path))
+        else:
             LOG.warning("Unknown group [%s] in %s, ignored%s",
                         unknown.section, unknown.path, unknown.hint)

@@ -11,16 +11,18 @@ exist) skips it with a note instead of a problem.
 from collections.abc import Iterator
 
 from oslo_config import cfg
+from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from scheduler import exception
-from scheduler.common import suggest
 from scheduler.conf import metric_stat
 from scheduler.db import api as db_api
 from scheduler.db import schema
 from scheduler.hosts import reported_metrics
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.policies import cluster as cluster_policy
+
+LOG = logging.getLogger(__name__)
 
 WEIGHER = "MetricsWeigher"
 EXAMPLE = "memory.free=1e-9, cpu.percent=-1.0"
@@ -67,13 +69,11 @@ def weigher_problems(conf: cfg.ConfigOpts
 
 
 def reported_problems(conf: cfg.ConfigOpts, notes: list[str]
-                      ) -> Iterator[exception.ConfigError]:
-    """Each weight_setting metric that no host reports, with the closest
-    reported name; ``notes`` says why the check was skipped, if it was."""
-    # A windowed statistic reads its metric's reports.
-    wanted = list(dict.fromkeys(metric_stat.base_metric(name)
-                                for name, _ in conf.metrics.weight_setting))
-    if not wanted:
+                      ) -> Iterator[tuple[str, str]]:
+    """``(name, why)`` for each weight_setting metric that no host
+    reports, ``why`` with the closest reported name; ``notes`` says why
+    the check was skipped, if it was."""
+    if not conf.metrics.weight_setting:
         return
     skipped = "weight_setting metrics not checked against the fleet: "
     try:
@@ -90,14 +90,30 @@ def reported_problems(conf: cfg.ConfigOpts, notes: list[str]
     if not hosts:
         notes.append(skipped + "no compute node is registered yet")
         return
-    reported = {m.name for m in reported_metrics.reported_metrics(hosts)}
-    for name in wanted:
-        if name not in reported:
-            yield exception.ConfigError(
-                "metrics", "weight_setting", name,
-                f"no host reports {name} ({len(hosts)} hosts, "
-                f"{len(reported)} metrics: 'scheduler-manage metrics "
-                "list')" + suggest.did_you_mean(name, reported))
+    yield from reported_metrics.unreported_weight_metrics(
+        conf.metrics.weight_setting, hosts)
+
+
+def consequence(conf: cfg.ConfigOpts) -> str:
+    """What a metric no host reports does to the requests."""
+    if conf.metrics.required:
+        return (f"with [metrics] required = true, {WEIGHER} removes every "
+                "host and every request fails")
+    return ("every host is weighed as [metrics] weight_of_unavailable = "
+            f"{conf.metrics.weight_of_unavailable:g}")
+
+
+def warn_unreported(conf: cfg.ConfigOpts) -> None:
+    """Start-up's form of ``reported_problems``: one WARNING per metric no
+    registered host reports, where MetricsWeigher weighs them."""
+    if not _weigher_users(conf):
+        return
+    notes: list[str] = []
+    for _name, why in reported_problems(conf, notes):
+        LOG.warning("[metrics] weight_setting: %s; %s", why,
+                    consequence(conf))
+    for note in notes:
+        LOG.info("%s", note)
 
 
 #: Options naming a window, which the reports held must cover, and the

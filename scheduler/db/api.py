@@ -29,13 +29,23 @@ def validate_connection_url(url: str) -> None:
     """
     try:
         parsed = make_url(url)
-        parsed.get_dialect()
+        dialect = parsed.get_dialect()
     except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ValueError) as e:
         raise exception.ConfigError(
             "database", "connection", safe_url(url),
             "expected a SQLAlchemy URL such as sqlite:///path, "
             "postgresql+psycopg://user@host/db or "
             f"mysql+pymysql://user@host/db ({e})") from e
+    try:
+        # The dialect loads without its driver; connecting would then fail
+        # with ModuleNotFoundError's traceback.
+        dialect.import_dbapi()
+    except ImportError as e:
+        raise exception.ConfigError(
+            "database", "connection", safe_url(url),
+            f"the {parsed.get_driver_name()} driver is not installed "
+            f"({e}); installed with this project: postgresql+psycopg, "
+            "mysql+pymysql, sqlite") from e
 
 
 def _new_engine(url: str, connect_timeout: int, pre_ping: bool,

@@ -92,6 +92,27 @@ def _held_elsewhere(error: BaseException) -> bool:
                                                           errno.EACCES)
 
 
+def _same_file(path: str, lock_file) -> bool:
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(lock_file.fileno())
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _flock(lock_file, name: str, deadline: float, timeout: float) -> None:
+    try:
+        # Polled: flock() has no timeout of its own.
+        tenacity.Retrying(
+            retry=tenacity.retry_if_exception(_held_elsewhere),
+            stop=lambda state: time.monotonic() >= deadline,
+            wait=tenacity.wait_fixed(_SQLITE_POLL_INTERVAL),
+        )(fcntl.flock, lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except tenacity.RetryError:
+        raise LockTimeout(name, timeout) from None
+
+
 @contextlib.contextmanager
 def _sqlite_file_lock(engine: Engine, name: str,
                       timeout: float) -> Iterator[None]:
@@ -102,17 +123,20 @@ def _sqlite_file_lock(engine: Engine, name: str,
     safe_name = hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
     path = f"{os.path.abspath(database)}.{safe_name}.lock"
     deadline = time.monotonic() + timeout
-    with open(path, "a+") as lock_file:
-        try:
-            # Polled: flock() has no timeout of its own.
-            tenacity.Retrying(
-                retry=tenacity.retry_if_exception(_held_elsewhere),
-                stop=lambda state: time.monotonic() >= deadline,
-                wait=tenacity.wait_fixed(_SQLITE_POLL_INTERVAL),
-            )(fcntl.flock, lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except tenacity.RetryError:
-            raise LockTimeout(name, timeout) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(lock_file, fcntl.LOCK_UN)
+    while True:
+        with open(path, "a+") as lock_file:
+            _flock(lock_file, name, deadline, timeout)
+            # The holder removes the file at release, so that none is
+            # left beside the database: one locked after that is no
+            # longer the lock (a holder of the new file would not see
+            # ours). Open the path again.
+            if not _same_file(path, lock_file):
+                continue
+            try:
+                yield
+            finally:
+                # Removed while still held: a waiter on this file then
+                # opens a new one.
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            return

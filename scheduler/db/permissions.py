@@ -8,9 +8,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from scheduler.db import models
-
-ROLES = ("admin", "cluster_admin", "reader")
-ALL_CLUSTERS = "*"
+from scheduler.db.roles import ALL_CLUSTERS
+from scheduler.db.roles import ROLES
 
 
 class InvalidPermission(ValueError):

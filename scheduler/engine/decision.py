@@ -20,8 +20,16 @@ from scheduler.request.spec import RequestSpec
 
 @dataclasses.dataclass
 class WeighedTerm:
+    """One weigher's part of one host's weight."""
+
     raw: float | None
     normalized: float | None
+    #: The weigher's multiplier for this request, a policy's factor
+    #: included.
+    multiplier: float | None = None
+    #: What it added to the weight: multiplier x normalized, or
+    #: [metrics] weight_of_unavailable where there is no normalized one.
+    weighted: float | None = None
 
 
 @dataclasses.dataclass
@@ -102,9 +110,9 @@ class Weighed:
 
     #: Positions of the candidates in the decision's table.
     rows: np.ndarray
-    #: (weigher name, raw weights, normalised weights) per weigher, NaN
-    #: where unavailable.
-    terms: list[tuple[str, np.ndarray, np.ndarray]]
+    #: (weigher name, raw weights, normalised weights, multiplier, what
+    #: each adds to the total) per weigher, NaN where unavailable.
+    terms: list[tuple[str, np.ndarray, np.ndarray, float, np.ndarray]]
     #: The sum of multiplier x normalised weight over the weighers.
     totals: np.ndarray
 
@@ -193,8 +201,9 @@ def results_of(table: HostTable, weighed: Weighed, ranked: np.ndarray,
     """Every host's fate: the candidates best first, then the removed
     hosts in table order."""
     column = {row: i for i, row in enumerate(weighed.rows.tolist())}
-    terms = [(name, raw.tolist(), normalized.tolist())
-             for name, raw, normalized in weighed.terms]
+    terms = [(name, raw.tolist(), normalized.tolist(), multiplier,
+              weighted.tolist())
+             for name, raw, normalized, multiplier, weighted in weighed.terms]
     totals = weighed.totals.tolist()
     results = []
     for row in ranked.tolist():
@@ -202,8 +211,10 @@ def results_of(table: HostTable, weighed: Weighed, ranked: np.ndarray,
         results.append(HostResult(
             table.hosts[row], weight=totals[i],
             weights={name: WeighedTerm(_optional(raw[i]),
-                                       _optional(normalized[i]))
-                     for name, raw, normalized in terms}))
+                                       _optional(normalized[i]), multiplier,
+                                       weighted[i])
+                     for name, raw, normalized, multiplier, weighted
+                     in terms}))
     results.extend(result_of(record) for record in removed.records(spec))
     return results
 

@@ -127,8 +127,10 @@ class FilterScheduler:
         with self._table(hosts) as table:
             spec.start_call(clock.utcnow())
             decision = self._decide(spec, table)
-        decision.warnings = request_warnings.collect(spec, self.conf,
-                                                     self.filters)
+        # Not logged: the caller shows them (scheduler-manage explain on
+        # stderr, the REST API and RPC in the document).
+        decision.warnings = request_warnings.collect(
+            spec, self.conf, self.filters, log=False)
         return decision
 
     def select(self, spec: RequestSpec,
@@ -287,10 +289,11 @@ class FilterScheduler:
             normalized = plugin_guard.worst(
                 normalization.normalize_array(mode, raw, maximum), failed,
                 multiplier)
-            weighed.terms.append((weigher.name, raw, normalized))
-            weighed.totals = weighed.totals + np.where(
-                np.isnan(normalized), unavailable_weight,
-                multiplier * normalized)
+            weighted = np.where(np.isnan(normalized), unavailable_weight,
+                                multiplier * normalized)
+            weighed.terms.append((weigher.name, raw, normalized,
+                                  float(multiplier), weighted))
+            weighed.totals = weighed.totals + weighted
         return weighed
 
     def _pick(self, count: int) -> list[int]:

@@ -4,11 +4,12 @@ unscoped key that names no host attribute.
 
 Such a request is scheduled (rejecting it would break flavors that work
 in Nova), but the constraint the operator meant is not applied. Explain
-output shows each warning once; the log gets each distinct warning once
-per process, not once per request or host, so that a popular flavor
-does not flood it, and at most ``PER_REQUEST`` lines per request plus
-one counting the others, so that one request with 1,000 keys does not
-either.
+output shows each warning once (and does not log it: whoever asked for
+the explanation shows it); the log gets each distinct warning of a
+placement once per process, not once per request or host, so that a
+popular flavor does not flood it, and at most ``PER_REQUEST`` lines per
+request plus one counting the others, so that one request with 1,000
+keys does not either.
 """
 
 import threading
@@ -34,9 +35,10 @@ _lock = threading.Lock()
 
 
 def collect(spec: RequestSpec, conf: cfg.ConfigOpts,
-            filters: Iterable[BaseHostFilter]) -> list[str]:
-    """The warnings about ``spec``, each logged the first time it is
-    seen."""
+            filters: Iterable[BaseHostFilter], log: bool = True
+            ) -> list[str]:
+    """The warnings about ``spec``; with ``log``, each logged the first
+    time it is seen."""
     known = (conf.metrics.extra_specs_scope,
              capability_specs.CAPABILITIES_SCOPE)
     warnings = [
@@ -46,7 +48,8 @@ def collect(spec: RequestSpec, conf: cfg.ConfigOpts,
             spec.flavor.extra_specs, known)]
     for host_filter in filters:
         warnings.extend(plugin_guard.hook(host_filter, "warnings", spec))
-    _log_new(warnings)
+    if log:
+        _log_new(warnings)
     return warnings
 
 

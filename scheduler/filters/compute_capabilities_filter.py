@@ -10,18 +10,11 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.filters.nova_names import NOVA_NAMES
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
 from scheduler.request import capability_specs
 from scheduler.request.spec import RequestSpec
-
-# Nova's names for attributes this project calls differently.
-_ALIASES = {
-    "hypervisor_hostname": "nodename",
-    "vcpus_total": "vcpus",
-    "vcpus_used": "vcpus_claimed",
-    "local_gb": "disk_gb",
-}
 
 # Data attributes only: a flavor must not reach methods or internals.
 # Metrics and their histories are left to the resources scope, which
@@ -36,7 +29,8 @@ _ATTRIBUTES = frozenset(
 # allocation ratio is in them): 0.0 must read "0", as in Nova, for "s=="
 # and plain equality.
 _INTEGRAL = frozenset({"free_ram_mb", "free_vcpus", "free_disk_gb",
-                       "local_disk_limit_gb"})
+                       "local_disk_limit_gb", "free_disk_mb",
+                       "disk_mb_used"})
 
 _MISSING = object()
 
@@ -48,9 +42,10 @@ def lookup(host: HostState, path: tuple[str, ...]) -> object:
 
 
 def _attribute(path: tuple[str, ...]) -> str | None:
-    """The HostState data attribute ``path`` starts with, or None."""
-    name = _ALIASES.get(path[0], path[0])
-    return name if name in _ATTRIBUTES else None
+    """The HostState data attribute, or Nova's name of one (NOVA_NAMES),
+    ``path`` starts with, or None."""
+    name = path[0]
+    return name if name in _ATTRIBUTES or name in NOVA_NAMES else None
 
 
 def _value(host: HostState, attribute: str | None,
@@ -58,7 +53,9 @@ def _value(host: HostState, attribute: str | None,
     """``lookup()`` with the path's attribute already resolved."""
     if attribute is None:
         return _MISSING
-    value = getattr(host, attribute, None)
+    nova_name = NOVA_NAMES.get(attribute)
+    value = (getattr(host, attribute, None) if nova_name is None
+             else nova_name(host))
     if (attribute in _INTEGRAL and isinstance(value, float)
             and value.is_integer()):
         value = int(value)
@@ -107,7 +104,7 @@ def _specs(spec: RequestSpec) -> tuple[
 
 def _ignored_warning(cap: capability_specs.CapabilitySpec) -> str:
     close = difflib.get_close_matches(cap.key, sorted(_ATTRIBUTES | set(
-        _ALIASES)), n=1)
+        NOVA_NAMES)), n=1)
     hint = f"; did you mean {close[0]}?" if close else ""
     return (f"extra spec {cap.key}={cap.requirement!r} ignored: without a "
             "scope it counts only when it names a host attribute, as in "
@@ -132,10 +129,11 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
     parts walk into dicts: ``capabilities:cpu_info:topology:cores``. Values
     use Nova's operators (``s== x86_64``, ``>= 8``, ``<in> avx2`` ...,
     see ``scheduler.request.capability_specs``). A host without the
-    attribute is rejected. A key without a scope that names no host attribute
-    (``XXYY=1``, an old flavor's ``free_disk_mb=0``) is ignored, as Nova
-    does, with a warning in explain output; keys of other scopes are
-    ignored.
+    attribute is rejected. Nova's HostState names (``free_disk_mb``,
+    ``vcpus_total`` ..., ``nova_names.NOVA_NAMES``, shared with JsonFilter)
+    read the same values. A key without a scope that names no host
+    attribute (``XXYY=1``) is ignored, as Nova does, with a warning in
+    explain output; keys of other scopes are ignored.
     """
 
     def applies(self, spec: RequestSpec) -> bool:

@@ -35,6 +35,7 @@ from compute_monitor.base import METRIC_NAME_RE
 from scheduler.common.abridge import abridged
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.filters import nova_names
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import metrics_window
 from scheduler.request import extra_specs
@@ -45,31 +46,13 @@ from scheduler.request.spec import RequestSpec
 MAX_DEPTH = 32
 
 _VARIABLES: dict[str, collections.abc.Callable[[HostState], object]] = {
-    "free_ram_mb": operator.attrgetter("free_ram_mb"),
-    "free_disk_gb": operator.attrgetter("free_disk_gb"),
-    # Nova's name, for queries written against Nova.
-    "free_disk_mb": lambda host: host.free_disk_gb * 1024,
-    "free_vcpus": operator.attrgetter("free_vcpus"),
-    "vcpus": operator.attrgetter("vcpus"),
-    "vcpus_used": operator.attrgetter("vcpus_claimed"),
-    "memory_mb": operator.attrgetter("memory_mb"),
-    "disk_gb": operator.attrgetter("disk_gb"),
-    # Nova's HostState names of the same things, which its documentation
-    # lists for this filter.
-    "vcpus_total": operator.attrgetter("vcpus"),
-    "total_usable_ram_mb": operator.attrgetter("memory_mb"),
-    "total_usable_disk_gb": operator.attrgetter("disk_gb"),
-    "disk_mb_used": lambda host: host.disk_gb_claimed * 1024,
-    "cpu_allocation_ratio": operator.attrgetter("cpu_allocation_ratio"),
-    "ram_allocation_ratio": operator.attrgetter("ram_allocation_ratio"),
-    "disk_allocation_ratio": operator.attrgetter("disk_allocation_ratio"),
-    "uuid": operator.attrgetter("uuid"),
-    "host": operator.attrgetter("host"),
-    "nodename": operator.attrgetter("nodename"),
-    "hypervisor_hostname": operator.attrgetter("nodename"),
-    "cluster": operator.attrgetter("cluster"),
-    "availability_zone": operator.attrgetter("availability_zone"),
-    "num_instances": operator.attrgetter("num_instances"),
+    **{name: operator.attrgetter(name) for name in (
+        "free_ram_mb", "free_disk_gb", "free_vcpus", "vcpus", "memory_mb",
+        "disk_gb", "cpu_allocation_ratio", "ram_allocation_ratio",
+        "disk_allocation_ratio", "uuid", "host", "nodename", "cluster",
+        "availability_zone", "num_instances")},
+    # Nova's names, for queries written against Nova.
+    **nova_names.NOVA_NAMES,
 }
 
 _COMPARISONS: dict[str, collections.abc.Callable[[object, object], bool]] = {
@@ -296,7 +279,8 @@ class JsonFilter(BaseHostFilter):
     ``not``, ``or``, ``and``. Variables: ``$free_ram_mb``,
     ``$free_disk_gb``, ``$free_disk_mb``, ``$free_vcpus``, ``$vcpus``
     (``$vcpus_total``), ``$vcpus_used``, ``$memory_mb``
-    (``$total_usable_ram_mb``), ``$disk_gb`` (``$total_usable_disk_gb``),
+    (``$total_usable_ram_mb``), ``$disk_gb`` (``$total_usable_disk_gb``,
+    ``$local_gb``),
     ``$disk_mb_used``, the three allocation ratios, ``$host``,
     ``$nodename`` (``$hypervisor_hostname``), ``$uuid``, ``$cluster``,
     ``$availability_zone``, ``$num_instances``,

@@ -8,15 +8,8 @@
 
 ``RequestSpec`` (``scheduler.request.spec``), the extra-spec grammar
 (``scheduler.request.extra_specs``) and the string rules
-(``scheduler.request.values``) are where they were; ``RequestSpec`` is
-re-exported here. Nothing in this package imports the host cache,
-filters, placement or the manager.
+(``scheduler.request.values``). Nothing in this package imports the host
+cache, filters, placement or the manager; nothing is re-exported here, so
+that the host states (which read ``RequestSpec``) do not load the
+validators and jsonschema with it.
 """
-
-from scheduler.request.schema import request_spec_schema
-from scheduler.request.spec import RequestSpec
-from scheduler.request.validation import check_instance_uuid
-from scheduler.request.validation import validate_request
-
-__all__ = ["RequestSpec", "check_instance_uuid", "request_spec_schema",
-           "validate_request"]

@@ -30,6 +30,12 @@ from scheduler.rpc import arguments
 
 LOG = logging.getLogger(__name__)
 
+#: The NoValidHost reason of MetricsWeigher for a host missing a metric.
+METRIC_UNAVAILABLE = "required metric unavailable: "
+#: Seconds between two checks of ``[metrics] weight_setting`` against the
+#: fleet after requests failed for a metric: each check reads every host,
+#: and a misspelt metric fails every request.
+UNREPORTED_CHECK_INTERVAL = 60.0
 
 
 class Notifier(Protocol):
@@ -58,6 +64,8 @@ class Manager(Protocol):
                 migration_policy: str | None) -> list[dict]: ...
 
     def resume_releases(self) -> int: ...
+
+    def unreported_weight_metrics(self) -> list[tuple[str, str]]: ...
 
 
 def _wrong_type(name: str, value: object, expected: str
@@ -122,6 +130,7 @@ class SchedulerEndpoint:
         self.manager = manager
         self.host = host
         self.notifier = notifier
+        self._metrics_checked_at: float | None = None
 
     @oslo_messaging.expected_exceptions(exception.InvalidRequest,
                                         exception.NoValidHost,
@@ -214,6 +223,25 @@ class SchedulerEndpoint:
     def _release(self, instance_uuid: object) -> bool:
         return bool(self.manager.release(instance_uuid))
 
+    def _warn_unreported_metrics(self, method: str, rid: str) -> None:
+        # A misspelt weight_setting fails every request under [metrics]
+        # required = true: said where the operator looks for the failure,
+        # as at start-up, at most once a UNREPORTED_CHECK_INTERVAL.
+        now = time.monotonic()
+        if (self._metrics_checked_at is not None and now
+                - self._metrics_checked_at < UNREPORTED_CHECK_INTERVAL):
+            return
+        self._metrics_checked_at = now
+        try:
+            unreported = self.manager.unreported_weight_metrics()
+        except Exception as e:
+            # Only a hint: the request's own error is what the caller gets.
+            LOG.debug("weight_setting metrics not checked: %s", e)
+            return
+        for _name, why in unreported:
+            LOG.warning("%s (request %s) failed for [metrics] "
+                        "weight_setting: %s", method, rid, why)
+
     def _notify(self, ctxt: dict, event_type: str, payload: dict) -> None:
         if self.notifier is None:
             return
@@ -223,12 +251,20 @@ class SchedulerEndpoint:
     def _guard(self, method: str, ctxt: dict, func: Callable[..., Any],
                *args: object) -> Any:
         rid = request_id(ctxt)
+        token = observability.request_id.set(rid)
+        try:
+            return self._call(method, rid, func, *args)
+        finally:
+            observability.request_id.reset(token)
+
+    def _call(self, method: str, rid: str, func: Callable[..., Any],
+              *args: object) -> Any:
         started = time.monotonic()
         # select_destinations' decision line (INFO, every outcome, written
         # by _select) carries the request id and supersedes the INFO
         # lines below for that method.
         logged = method == "select_destinations"
-        token = observability.request_id.set(rid)
+        no_valid_host = None
         try:
             result = func(*args)
         # Rebuilt as the base classes: a subclass such as InvalidExtraSpec
@@ -238,7 +274,9 @@ class SchedulerEndpoint:
             if not logged:
                 LOG.info("%s (request %s): no valid host: %s", method, rid,
                          e)
-            raise exception.NoValidHost(str(e)) from None
+            # Raised below: oslo.log would append it to a WARNING logged
+            # in this block.
+            no_valid_host = exception.NoValidHost(str(e))
         except exception.InvalidRequest as e:
             if not logged:
                 LOG.info("%s (request %s): invalid request: %s", method,
@@ -257,8 +295,10 @@ class SchedulerEndpoint:
                 f"{method} failed in the scheduler service on host "
                 f"{self.host}: {type(e).__name__}: {e} (request {rid}; the "
                 "traceback is in that service's log)") from None
-        finally:
-            observability.request_id.reset(token)
+        if no_valid_host is not None:
+            if METRIC_UNAVAILABLE in str(no_valid_host):
+                self._warn_unreported_metrics(method, rid)
+            raise no_valid_host
         elapsed_ms = (time.monotonic() - started) * 1000
         if method == "select_destinations":
             LOG.debug("%s (request %s) in %.1f ms: %s", method, rid,

@@ -9,6 +9,7 @@ service, and ``run_workers`` forks several of them.
 """
 
 import functools
+import logging as std_logging
 import threading
 import time
 from collections.abc import Callable
@@ -68,6 +69,31 @@ def _crosses_processes(url: str) -> bool:
     return url.partition(":")[0] not in rpc.IN_PROCESS_TRANSPORTS
 
 
+class _NoHostnameNotice(std_logging.Filter):
+    """Drops kombu's "No hostname was supplied" of an in-process bus,
+    which has no host to supply."""
+
+    def filter(self, record: std_logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("No hostname was supplied")
+
+
+_NO_HOSTNAME_NOTICE = _NoHostnameNotice()
+
+
+def quiet_in_process_bus(conf: cfg.ConfigOpts) -> None:
+    """Silence the WARNINGs kombu+memory gives at every start (no
+    hostname, no heartbeat): true of any in-process bus, so noise. A
+    broker's, where they mean something, are kept."""
+    urls = [conf.transport_url or ""]
+    if _sends_notifications(conf):
+        urls.append(_notification_url(conf))
+    if any(_crosses_processes(url) for url in urls):
+        return
+    conf.set_override("heartbeat_timeout_threshold", 0,
+                      group="oslo_messaging_rabbit")
+    std_logging.getLogger("kombu.connection").addFilter(_NO_HOSTNAME_NOTICE)
+
+
 class SchedulerRPCService:
     """Transports, notifier and RPC server of one scheduler process.
 
@@ -86,6 +112,7 @@ class SchedulerRPCService:
         self.conf = conf
         self._owned: list[oslo_messaging.Transport] = []
         if transport is None:
+            quiet_in_process_bus(conf)
             transport = oslo_messaging.get_rpc_transport(
                 conf, allowed_remote_exmods=rpc.ALLOWED_REMOTE_EXMODS)
             self._owned.append(transport)

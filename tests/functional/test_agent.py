@@ -3,6 +3,7 @@ real measurements into a real database."""
 
 import json
 import signal
+import socket
 import time
 
 import pytest
@@ -16,6 +17,12 @@ BUILT_IN = {"cpu.percent", "cpu.user.percent", "cpu.idle.time",
             "memory.total", "memory.free", "memory.percent",
             "network.rx.bps", "network.tx.bps", "disk.read.bps",
             "disk.write.bps", "disk.iops"}
+
+
+def _reported(url: str, host: str = "node-f1"):
+    """The node's row once a report has written metrics into it."""
+    row = _row(url, host)
+    return row if row is not None and json.loads(row.metrics) else None
 
 
 def _row(url: str, host: str = "node-f1"):
@@ -106,8 +113,9 @@ def test_bad_metrics_file_keeps_agent_running(sqlite_url, synced, tmp_path,
     config = synced(sqlite_url, monitors="file,memory",
                     file_path=str(metrics_file))
     agent = start_console_script("compute-monitor", config_file=config)
-    _wait_for(lambda: _row(sqlite_url), 20, "the first report", agent)
-    row = _row(sqlite_url)
+    # Registering writes the row before its first report: wait for metrics.
+    row = _wait_for(lambda: _reported(sqlite_url), 20, "the first report",
+                    agent)
     assert {m["name"] for m in json.loads(row.metrics)} >= {"memory.free"}
     metrics_file.write_text(json.dumps({"rack.power.watts": 512.5}))
     _wait_for(lambda: "rack.power.watts" in _row(sqlite_url).metrics, 20,
@@ -152,3 +160,29 @@ def test_database_outage_is_retried(postgresql_url, synced,
         assert _row(postgresql_url).uuid == first.uuid
     finally:
         proxy.cut()
+
+
+def test_database_down_is_one_clean_line_per_retry_and_sigterm_says_stopped(
+        write_config, start_console_script):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = write_config({
+        "database": {"connection": f"postgresql+psycopg://u@127.0.0.1:"
+                                   f"{port}/x", "max_retry_interval": 1},
+        "compute_monitor": {"monitors": "cpu", "interval": 1}})
+    agent = start_console_script("compute-monitor", config_file=config)
+    _wait_for(lambda: agent.stderr.count(" unreachable ") >= 2, 30,
+              "two retries", agent)
+    agent.popen.send_signal(signal.SIGTERM)
+    assert agent.wait(15).returncode == 0
+    lines = agent.stderr.splitlines()
+    retries = [line for line in lines if " unreachable " in line]
+    for line in retries:
+        # oslo.log appended the exception's text to the line again.
+        assert line.count("Connection refused") == 1, line
+        assert line.endswith("; retrying in 1 s"), line
+    assert lines[-2].endswith("compute_monitor.cmd.agent [-] Caught "
+                              "SIGTERM, stopping")
+    assert lines[-1].endswith("compute_monitor.cmd.agent [-] "
+                              "compute-monitor stopped")

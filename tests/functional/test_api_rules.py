@@ -1,7 +1,9 @@
 """The rule matrix of scheduler-api as run: each action by admin,
 cluster_admin of c1, cluster_admin of *, reader, a user without role
-and an unauthenticated caller; permissions granted with
-``scheduler-manage permission``. A denied request changes nothing."""
+and an unauthenticated caller. A denied request changes nothing. The
+matrix's grants are written as ``scheduler-manage permission add`` writes
+them (``scheduler.db.permissions``), in this process: the command itself
+is run by ``test_permission_commands``."""
 
 import http.client
 import os
@@ -31,23 +33,10 @@ POLICY = {"weights": [{"unit": "RAMWeigher", "factor": -1}]}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def api(request, tmp_path, write_config, start_console_script,
-        run_console_script):
+def api(request, tmp_path, write_config, start_console_script):
     url = request.getfixturevalue(f"{request.param}_url")
-    config = write_config({"database": {"connection": url}},
-                          name="manage.conf")
-    assert run_console_script(MANAGE, "db", "sync",
-                              config_file=config).returncode == 0
-    for user, grant in api_server.USERS.items():
-        if grant is None:
-            continue
-        role, cluster = grant
-        args = ["--user", user, "--role", role]
-        if cluster != "*":
-            args += ["--cluster", cluster]
-        result = run_console_script(MANAGE, "permission", "add", *args,
-                                    config_file=config)
-        assert result.returncode == 0, result.stderr
+    api_server.sync(url)
+    api_server.grant_matrix_permissions(url)
     return api_server.start(tmp_path, write_config, start_console_script,
                             url)
 

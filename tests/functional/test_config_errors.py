@@ -214,3 +214,51 @@ def test_scheduler_api_warns_about_misspelt_options(
             f"{tmp_path / 'api.conf'}, ignored; did you mean "
             "'auth_strategy'?") in stderr, stderr
     assert "Unknown option enforce_scope in [oslo_policy]" in stderr
+
+
+@pytest.mark.parametrize("script", ["scheduler-manage", "scheduler-service",
+                                    "scheduler-api", "compute-monitor"])
+def test_config_file_naming_a_directory_exits_2(script, run_console_script,
+                                                tmp_path):
+    # oslo.config let IsADirectoryError out as a 40-line traceback.
+    args = ("db", "version") if script == "scheduler-manage" else ()
+    result = run_console_script(script, *args, config_file=tmp_path)
+    assert result.returncode == 2, result
+    assert _one_line(result) == (
+        f"{script}: error: --config-file {tmp_path}: is a directory; "
+        "expected a file (use --config-dir for a directory)")
+
+
+@pytest.mark.parametrize("script", ["compute-monitor", "scheduler-manage"])
+def test_a_database_driver_not_installed_exits_2(script, write_config,
+                                                 run_console_script):
+    # compute-monitor let ModuleNotFoundError out as a traceback.
+    config = write_config({"database": {
+        "connection": "postgresql+pg8000://scheduler:secret@db/scheduler"}})
+    args = ("hosts", "list") if script == "scheduler-manage" else ("--once",)
+    result = run_console_script(script, *args, config_file=config)
+    assert result.returncode == 2, result
+    line = _one_line(result)
+    assert line.startswith(f"{script}: error: invalid value "
+                           "'postgresql+pg8000://scheduler:***@db/scheduler'"
+                           " for [database] connection: the pg8000 driver "
+                           "is not installed"), line
+
+
+def test_scheduler_api_without_an_htpasswd_file_says_how_to_try_it(
+        write_config, run_console_script, tmp_path, sqlite_url):
+    # The default auth_strategy: oslo.middleware's message was a literal
+    # "Invalid configuration file. %(error_msg)s".
+    missing = tmp_path / "htpasswd"
+    config = write_config({"database": {"connection": sqlite_url},
+                           "oslo_middleware": {
+                               "http_basic_auth_user_file": missing}})
+    result = run_console_script("scheduler-api", config_file=config)
+    assert result.returncode == 2, result
+    assert _one_line(result) == (
+        f"scheduler-api: error: invalid value '{missing}' for "
+        "[oslo_middleware] http_basic_auth_user_file: no such file; create "
+        f"it with 'htpasswd -c -B {missing} USER' (docs/api.md), or for a "
+        "trial on this machine without authentication, run "
+        "'scheduler-manage --config-file examples/api/noauth.conf db sync', "
+        "then start with --config-file examples/api/noauth.conf")

@@ -173,7 +173,8 @@ def test_the_service_places_on_the_other_hosts(
             assert explained["alpha"]["reason"] == \
                 "FaultyFilter failed: KeyError"
             assert explained["bravo"]["weights"]["FaultyWeigher"] == {
-                "raw": None, "normalized": 0.0}
+                "raw": None, "normalized": 0.0, "multiplier": 10.0,
+                "weighted": 0.0}
             # A plugin failing on the whole request fails that request
             # only, naming the plugin.
             with pytest.raises(rpc.SchedulerInternalError,

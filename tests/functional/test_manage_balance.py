@@ -69,12 +69,22 @@ def test_balance_dry_run_then_for_real(overloaded, sqlite_url,
                                planned["source_host"], planned["dest_host"]]
     assert _migrations(sqlite_url) == 1
 
-    csv_run = run_manage(run_console_script, overloaded, "balance",
-                      "--cluster", "c2", "--format", "csv")
-    assert csv_run.stdout.splitlines() == [",".join(output.MIGRATION_COLUMNS)]
+    # No host in c2: said, as explain says it, not an empty plan.
+    elsewhere = run_manage(run_console_script, overloaded, "balance",
+                           "--cluster", "c2", "--format", "csv")
+    assert elsewhere.returncode == 1
+    assert elsewhere.stdout == ""
+    assert elsewhere.stderr.strip().splitlines() == [
+        "scheduler-manage: error: no compute node is in cluster 'c2' "
+        "(clusters: c1)"]
 
 
 def test_balance_without_a_balancer_plans_nothing(fleet, run_console_script):
     result = run_manage(run_console_script, fleet, "balance")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "No migration planned."
+
+    csv_run = run_manage(run_console_script, fleet, "balance", "--format",
+                         "csv")
+    assert csv_run.returncode == 0, csv_run.stderr
+    assert csv_run.stdout.splitlines() == [",".join(output.MIGRATION_COLUMNS)]

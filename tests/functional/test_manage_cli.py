@@ -37,7 +37,34 @@ def test_explain_json(fleet, run_console_script):
     assert hosts["garbled"]["filtered_by"] == "ResourcesThresholdFilter"
     # The only candidate: min-max scaling over one host gives 0.
     assert hosts["mid"]["weights"]["ResourcesWeigher"] == {
-        "raw": 1.0, "normalized": 0.0}
+        "raw": 1.0, "normalized": 0.0, "multiplier": 1.0, "weighted": 0.0}
+    assert decision["policy"] is None
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_explain_names_the_policy_and_multiplied_weights(
+        fleet, db_url, write_config, run_console_script):
+    config = write_config({"database": {"connection": db_url},
+                           "scheduler": {"cluster_policies":
+                                         "c1:power_saving"}},
+                          name="policy.conf")
+    args = ("explain", "--ram", "4096", "--cluster", "c1")
+    table = run_manage(run_console_script, config, *args)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0] == "Policy: power_saving"
+    assert "RAMWeigher x-1, CPUWeigher x-1, DiskWeigher x-1" in lines[1]
+    # power_saving packs: the least free RAM that fits wins.
+    assert lines[4].split()[:2] == ["*", "garbled"]
+    decision = json.loads(run_manage(run_console_script, config, *args,
+                                     "--format", "json").stdout)
+    assert decision["policy"] == "power_saving"
+    for host in decision["hosts"]:
+        if host["weight"] is not None:
+            ram = host["weights"]["RAMWeigher"]
+            assert ram["weighted"] == -ram["normalized"]
+            assert host["weight"] == pytest.approx(sum(
+                term["weighted"] for term in host["weights"].values()))
 
 
 def test_garbled_metrics_node_is_scheduled_for_what_it_has(
@@ -186,6 +213,57 @@ def test_hosts_show_unknown_host_exits_1(fleet, run_console_script):
     assert result.stderr.strip().splitlines()[-1] == (
         "scheduler-manage: error: no compute node 'nope' (5 known; see "
         "hosts list)")
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_explain_unknown_cluster_exits_1_naming_the_clusters(
+        fleet, run_console_script):
+    result = run_manage(run_console_script, fleet, "explain", "--cluster",
+                        "c11")
+    assert (result.returncode, result.stdout) == (1, "")
+    # After the log's warning about the garbled node.
+    assert result.stderr.splitlines()[-1] == (
+        "scheduler-manage: error: no compute node is in cluster 'c11' "
+        "(clusters: c1); did you mean 'c1'?")
+    balanced = run_manage(run_console_script, fleet, "balance", "--cluster",
+                          "c11", "--dry-run")
+    assert (balanced.returncode, balanced.stdout) == (1, "")
+    assert balanced.stderr.splitlines()[-1] == result.stderr.splitlines()[-1]
+
+
+def test_explain_list_and_balance_on_an_empty_fleet_say_how_to_add_a_node(
+        sqlite_url, write_config, run_console_script):
+    config = write_config({"database": {"connection": sqlite_url}})
+    assert run_manage(run_console_script, config, "db", "sync"
+                      ).returncode == 0
+    explained = run_manage(run_console_script, config, "explain",
+                           "--cluster", "nosuchcluster")
+    assert (explained.returncode, explained.stdout) == (1, "")
+    assert explained.stderr.startswith(
+        "scheduler-manage: error: no compute node is registered in "
+        f"{sqlite_url}: run compute-monitor on each compute node")
+    listed = run_manage(run_console_script, config, "hosts", "list")
+    assert listed.returncode == 0
+    assert listed.stdout.startswith("host  nodename")
+    assert listed.stderr.startswith(
+        "scheduler-manage: note: no compute node is registered")
+    balanced = run_manage(run_console_script, config, "balance")
+    assert balanced.returncode == 0
+    assert balanced.stderr.startswith(
+        "scheduler-manage: note: no compute node is registered")
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_explain_prints_a_request_warning_once_on_stderr(
+        fleet, run_console_script):
+    result = run_manage(run_console_script, fleet, "explain",
+                        "--extra-spec", "resource:cpu.percent=<50")
+    assert result.returncode == 0, result.stderr
+    assert "resource:cpu.percent" not in result.stdout
+    assert result.stderr.count("resource:cpu.percent") == 1
+    assert ("scheduler-manage: warning: extra spec resource:cpu.percent "
+            "ignored: the scheduler reads no scope resource:; did you mean "
+            "resources:?") in result.stderr
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

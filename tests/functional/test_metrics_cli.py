@@ -6,9 +6,14 @@ import json
 import pytest
 import sqlalchemy as sa
 
+from scheduler import exception
 from scheduler.db import models
 from scheduler.db import schema
+from tests.functional.rpc_harness import SERVING
+from tests.functional.rpc_harness import SPEC
 from tests.functional.rpc_harness import node
+from tests.functional.rpc_harness import scheduler_api
+from tests.functional.rpc_harness import wait_for_log
 
 NODES = models.ComputeNode.__table__
 
@@ -86,3 +91,47 @@ def test_config_check_without_the_database_says_it_skipped(
         "scheduler-manage: note: weight_setting metrics not checked "
         "against the fleet: no database at ")
     assert not database.exists()
+
+
+def test_service_warns_at_start_of_a_metric_no_host_reports(
+        fleet_url, write_config, start_console_script):
+    config = write_config({
+        "DEFAULT": {"transport_url": "kombu+memory:////"},
+        "database": {"connection": fleet_url},
+        "filter_scheduler": {"weight_classes": "RAMWeigher,MetricsWeigher"},
+        "metrics": {"weight_setting": "cpu.percnt=1", "required": "true"},
+    })
+    service = start_console_script("scheduler-service", config_file=config)
+    stderr = wait_for_log(lambda: service.stderr, SERVING,
+                          process=service.popen)
+    assert service.stop() == 0
+    assert ("WARNING scheduler.cmd.weight_setting_check [-] [metrics] "
+            "weight_setting: no host reports cpu.percnt (2 hosts, 2 "
+            "metrics: 'scheduler-manage metrics "
+            "list'); did you mean 'cpu.percent'?; with [metrics] required = "
+            "true, MetricsWeigher removes every host and every request "
+            "fails") in stderr, stderr
+
+
+def test_a_request_failing_for_a_metric_no_host_reports_warns(
+        service_config, start_console_script):
+    config = service_config({
+        "filter_scheduler": {"weight_classes": "RAMWeigher,MetricsWeigher"},
+        "metrics": {"weight_setting": "memory.fre=1", "required": "true"}})
+    service = start_console_script("scheduler-service", config_file=config)
+    wait_for_log(lambda: service.stderr, SERVING, process=service.popen)
+    with scheduler_api(config) as api, \
+            pytest.raises(exception.NoValidHost, match="required metric "
+                          "unavailable: memory.fre"):
+        api.select_destinations(SPEC, context={"request_id": "req-fre"})
+    stderr = wait_for_log(lambda: service.stderr, "req-fre.* failed for")
+    assert service.stop() == 0
+    hint = ("[metrics] weight_setting: no "
+            "host reports memory.fre (4 hosts, 1 metrics: 'scheduler-manage "
+            "metrics list'); did you mean 'memory.free'?")
+    warnings = [line.split(" [-] ", 1)[1] for line in stderr.splitlines()
+                if " WARNING " in line]
+    assert warnings == [
+        f"{hint}; with [metrics] required = true, MetricsWeigher removes "
+        "every host and every request fails",
+        f"select_destinations (request req-fre) failed for {hint}"], stderr

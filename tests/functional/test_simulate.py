@@ -86,6 +86,21 @@ def test_bad_input_exits_2_with_one_line(run_console_script, write_config,
     assert message in result.stderr
 
 
+def test_a_plot_into_a_missing_folder_stops_before_simulating(
+        run_console_script, write_config):
+    # A day of 100,000 VMs would take many minutes: the path is checked
+    # first.
+    result = run_console_script(
+        "scheduler-manage", "simulate", "--synthetic", "100000", "--plot",
+        "/nonexistent/plots/out.png", config_file=write_config({}),
+        timeout=60)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "scheduler-manage: error: --plot /nonexistent/plots/out.png: "
+        "folder /nonexistent/plots does not exist\n")
+
+
 def test_configuration_that_fails_config_check_exits_2(run_console_script,
                                                        write_config):
     bad = write_config({"metrics": {"weight_setting": "cpu.percent=abc"}},

@@ -22,7 +22,6 @@ import json
 from collections.abc import Mapping
 from collections.abc import Sequence
 
-import jsonschema
 from oslo_config import cfg
 
 from scheduler import exception
@@ -171,6 +170,10 @@ class MigrationPolicies:
 @functools.cache
 def policies_schema() -> dict:
     """The published JSON schema of the policies file (package data)."""
+    # Here and in parse_policies_file: jsonschema costs every program
+    # 40 ms at start, and only a policies file needs it.
+    import jsonschema
+
     text = importlib.resources.files("scheduler").joinpath(
         "schemas", "migration_policies.json").read_text(encoding="utf-8")
     schema = json.loads(text)
@@ -256,6 +259,8 @@ def parse_policies_file(path: str) -> tuple[dict[str, MigrationPolicy],
         return {}, {None: f"cannot read the file: {e}"}
     except json.JSONDecodeError as e:
         return {}, {None: f"not JSON: {e}"}
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(policies_schema())
     problems: dict[int, str] = {}
     for error in sorted(validator.iter_errors(document),

@@ -211,3 +211,19 @@ def test_a_grant_is_logged_with_who_made_it(app, caplog):
     assert added.json["domain"] == "d-ops"
     [record] = caplog.records
     assert record.getMessage().startswith("'root' granted permission")
+
+
+def test_htpasswd_problem_names_what_is_wrong(tmp_path):
+    path = tmp_path / "htpasswd"
+    assert auth.htpasswd_problem(str(path)).startswith(
+        f"no such file; create it with 'htpasswd -c -B {path} USER'")
+    assert "examples/api/noauth.conf" in auth.htpasswd_problem(str(path))
+    assert auth.htpasswd_problem(str(tmp_path)) == (
+        "cannot read it (Is a directory); " + auth.TRIAL_HINT)
+    digest = bcrypt.hashpw(b"pw", bcrypt.gensalt(4)).decode()
+    path.write_text(f"# users\nann:{digest}\nbob:{{SHA}}abc=\n")
+    assert auth.htpasswd_problem(str(path)) == (
+        "line 3 (user 'bob') is not a bcrypt hash; expected entries of "
+        "'htpasswd -B'")
+    path.write_text(f"ann:{digest}\n")
+    assert auth.htpasswd_problem(str(path)) is None

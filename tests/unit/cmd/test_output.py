@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from scheduler.cmd import manage
+from scheduler.cmd import manage_commands
 from scheduler.cmd import output
 from scheduler.engine import filter_scheduler
 from scheduler.hosts import state as hm
@@ -166,11 +166,14 @@ def decision(selected: int = 2) -> dict:
     term = filter_scheduler.WeighedTerm
     results = [
         filter_scheduler.HostResult(
-            idle, weight=1.5, weights={"RAMWeigher": term(8192.0, 1.0),
-                                       "CPUWeigher": term(4.0, 0.5)}),
+            idle, weight=1.5, weights={
+                "RAMWeigher": term(8192.0, 1.0, 2.0, 2.0),
+                "CPUWeigher": term(4.0, 0.5, -1.0, -0.5)}),
         filter_scheduler.HostResult(
-            extra, weight=0.0, weights={"RAMWeigher": term(0.0, 0.0),
-                                        "CPUWeigher": term(None, None)}),
+            extra, weight=-1.0, weights={
+                "RAMWeigher": term(0.0, 0.0, 2.0, 0.0),
+                # Unavailable: [metrics] weight_of_unavailable.
+                "CPUWeigher": term(None, None, -1.0, -1.0)}),
         filter_scheduler.HostResult(
             busy, filtered_by="ResourcesThresholdFilter",
             reason="network.rx.bps<85M", detail="network.rx.bps is 1M"),
@@ -179,21 +182,27 @@ def decision(selected: int = 2) -> dict:
     ]
     chosen = [idle, extra][:selected]
     summary = "" if chosen else "0/4 hosts available: ..."
-    return filter_scheduler.Decision(chosen, summary=summary,
-                                     _explain=lambda: results).as_dict()
+    return {**filter_scheduler.Decision(
+        chosen, summary=summary, _explain=lambda: results).as_dict(),
+        "policy": "gold v2"}
 
 
 def test_explain_table_marks_chosen_alternates_and_removed():
     lines = output.explain(decision(), "table").splitlines()
+    assert lines[0] == "Policy: gold v2"
+    assert lines[1].endswith("(shown per weigher): RAMWeigher x2, "
+                             "CPUWeigher x-1")
+    lines = lines[2:]
     assert lines[0].split() == ["sel", "host", "weight", "RAMWeigher",
                                 "CPUWeigher", "filtered_by", "reason",
                                 "detail"]
     rows = {line.split()[1] if line.split()[0] in (
         output.CHOSEN, output.ALTERNATE) else line.split()[0]: line
         for line in lines[2:]}
-    assert rows["idle"].split() == ["*", "idle", "1.5", "1", "0.5", "-",
+    # What each weigher added: the columns sum to the weight.
+    assert rows["idle"].split() == ["*", "idle", "1.5", "2", "-0.5", "-",
                                     "-", "-"]
-    assert rows["extra"].split() == ["alt", "extra", "0", "0", "-", "-",
+    assert rows["extra"].split() == ["alt", "extra", "-1", "0", "-1", "-",
                                      "-", "-"]
     assert rows["busy"].split()[:4] == ["busy", "-", "-", "-"]
     assert rows["busy"].endswith(
@@ -201,6 +210,22 @@ def test_explain_table_marks_chosen_alternates_and_removed():
         "network.rx.bps is 1M")
     assert rows["off"].split()[-3:] == ["ComputeFilter", "disabled", "-"]
     assert "No valid host" not in "\n".join(lines)
+
+
+def test_explain_table_without_policy_or_multipliers():
+    # A service older than the policy and multiplier keys: normalised
+    # weights, no heading.
+    document = decision()
+    del document["policy"]
+    for host in document["hosts"]:
+        for term in host["weights"].values():
+            del term["multiplier"], term["weighted"]
+    lines = output.explain(document, "table").splitlines()
+    assert lines[0].startswith("sel  host")
+    assert lines[2].split()[:5] == ["*", "idle", "1.5", "1", "0.5"]
+    document["policy"] = None
+    assert output.explain(document, "table").startswith(
+        f"Policy: {output.NO_POLICY}\n")
 
 
 def test_explain_table_nothing_fits_ends_with_histogram():
@@ -222,6 +247,7 @@ def test_explain_csv_raw_and_normalized_weights():
         ("*", "idle"), ("alt", "extra"), ("", "busy"), ("", "off")]
     assert rows[0]["RAMWeigher.raw"] == "8192.0"
     assert rows[0]["RAMWeigher.normalized"] == "1.0"
+    assert rows[0]["RAMWeigher.weighted"] == "2.0"
     assert rows[1]["CPUWeigher.raw"] == ""
     assert (rows[2]["filtered_by"], rows[2]["reason"], rows[2]["detail"]) \
         == ("ResourcesThresholdFilter", "network.rx.bps<85M",
@@ -244,16 +270,16 @@ def test_hosts_show_finds_a_node_by_node_or_single_host_name():
     twin = hm.HostState(node_id=5, uuid="u5", host="idle",
                         nodename="idle-2")
     hosts = [busy, idle, off, twin]
-    assert manage._find_host(hosts, "busy.node") is busy
-    assert manage._find_host(hosts, "busy") is busy
+    assert manage_commands.find_host(hosts, "busy.node") is busy
+    assert manage_commands.find_host(hosts, "busy") is busy
     # A node name wins over the host name it shares.
-    assert manage._find_host(hosts, "idle") is idle
-    assert manage._find_host(hosts, "idle-2") is twin
+    assert manage_commands.find_host(hosts, "idle") is idle
+    assert manage_commands.find_host(hosts, "idle-2") is twin
     with pytest.raises(LookupError, match="no compute node 'nope' "
                        r"\(4 known"):
-        manage._find_host(hosts, "nope")
+        manage_commands.find_host(hosts, "nope")
     twin.nodename = "idle-b"
     idle.nodename = "idle-a"
     with pytest.raises(LookupError, match="host 'idle' has 2 nodes; name "
                        "one of idle-a, idle-b"):
-        manage._find_host(hosts, "idle")
+        manage_commands.find_host(hosts, "idle")

@@ -36,3 +36,4 @@ def make_agent(conf, **monitors):
     return agent_mod.MonitorAgent(conf, [
         (name, FakeMonitor(conf, **kwargs))
         for name, kwargs in monitors.items()])
+

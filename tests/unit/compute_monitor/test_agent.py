@@ -2,6 +2,7 @@
 
 import json
 import logging
+import sys
 import threading
 
 import pytest
@@ -12,6 +13,7 @@ from compute_monitor import agent as agent_mod
 from scheduler import exception
 from scheduler.db import api as db_api
 from scheduler.db import models
+from tests.fakes import exceptions_at_warnings
 from tests.unit.compute_monitor.fakes import TS
 from tests.unit.compute_monitor.fakes import make_agent
 from tests.unit.compute_monitor.fakes import metric
@@ -104,6 +106,25 @@ def test_unknown_monitor_is_a_config_error(monitor_config):
     assert "'gpu_temp'" in str(error.value)
 
 
+def test_every_bad_monitor_is_named_in_the_one_error(monitor_config,
+                                                     monkeypatch):
+    # Issue 30: only the first of two bad monitors was reported.
+    monkeypatch.setitem(sys.modules, "libvirt", None)  # not installed
+    monitor_config.set_override("monitors", ["libvirt", "memry", "cpu",
+                                             "dsk"], group="compute_monitor")
+    with pytest.raises(exception.ConfigError) as error:
+        agent_mod.load_monitors(monitor_config)
+    message = str(error.value)
+    assert message.startswith("invalid value 'libvirt,memry,dsk' for "
+                              "[compute_monitor] monitors: monitor libvirt "
+                              "failed to load: ")
+    assert "libvirt-python is not installed" in message
+    assert message.endswith(
+        "; expected entry points of compute_monitor.monitors: cpu, disk, "
+        "file, libvirt, memory, network; did you mean 'memory' for "
+        "'memry'?; did you mean 'disk' for 'dsk'?")
+
+
 def _rows(conf):
     with db_api.get_engine(conf).connect() as connection:
         return connection.execute(
@@ -176,8 +197,10 @@ def test_database_errors_back_off_then_recover(synced_monitor_config,
         if len(delays) == 4:
             agent.stop()
 
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING), \
+            exceptions_at_warnings(agent_mod.LOG.logger.name) as exceptions:
         agent.run_forever(sleep=fake_sleep)
+    assert exceptions == [None] * 3  # no repeat of the error by oslo.log
     assert delays[:3] == [1.0, 2.0, 4.0]
     assert 25 < delays[3] <= 30  # back to the normal interval
     assert caplog.text.count("unreachable (connection refused)") == 3

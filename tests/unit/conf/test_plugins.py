@@ -11,6 +11,7 @@ from oslo_config import cfg
 from scheduler import conf as scheduler_conf
 from scheduler.cmd import config_check
 from scheduler.cmd import unknown_options
+from scheduler.conf import cli
 
 PLUGIN_MODULE = '''
 from oslo_config import cfg
@@ -102,9 +103,10 @@ def test_start_up_warns_once_per_unknown_name(tmp_path, caplog):
                  "[metric]\nrequired = false\nmax_age = 3\n"
                  "[metrics]\nweight_settings = cpu.percent=-1\n"
                  "[compute_monitor]\nintervall = 5\n")
+    conf.register_opt(cli.strict_opt)  # as every program does
     path = conf.config_file[0]
     with caplog.at_level(logging.WARNING, logger=unknown_options.LOG.name):
-        unknown_options.warn_unknown_options(conf)
+        unknown_options.report_unknown_options("prog", conf)
     assert [r.getMessage() for r in caplog.records
             if r.name == unknown_options.LOG.name] == [
         f"Unknown option host_subset_sise in [filter_scheduler] of {path}, "

@@ -1,5 +1,7 @@
 """The db layer in-process, on SQLite files."""
 
+import importlib.util
+
 import pytest
 import sqlalchemy as sa
 from oslo_config import cfg
@@ -71,8 +73,23 @@ def test_unknown_dialect_is_a_config_error():
     assert "notadb://x" in message
 
 
-@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///relative.sqlite"])
-def test_sqlite_urls_are_valid(url):
+def test_a_driver_that_is_not_installed_is_a_config_error():
+    # Issue 30's trial: compute-monitor crashed with ModuleNotFoundError.
+    missing = next(name for name in ("psycopg2", "pg8000")
+                   if importlib.util.find_spec(name) is None)
+    url = f"postgresql+{missing}://scheduler:secret@db/scheduler"
+    with pytest.raises(exception.ConfigError) as raised:
+        db_api.validate_connection_url(url)
+    message = str(raised.value)
+    assert "for [database] connection" in message
+    assert "secret" not in message
+    assert f"the {missing} driver is not installed" in message
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///relative.sqlite",
+                                 "postgresql+psycopg://u@h/db",
+                                 "mysql+pymysql://u@h/db"])
+def test_installed_drivers_are_valid(url):
     db_api.validate_connection_url(url)
 
 
@@ -104,3 +121,34 @@ def test_sqlite_synchronous_false_turns_the_wait_off(db_conf):
     with engine.connect() as connection:
         assert connection.exec_driver_sql(
             "PRAGMA journal_mode").scalar() == "wal"
+
+
+def test_head_revision_constant_is_alembics_head():
+    # schema_problem() trusts it to skip alembic when the schema is current.
+    assert schema.head_version() == schema.HEAD_REVISION
+
+
+def test_schema_problem_reads_the_stored_revision(db_conf):
+    engine = db_api.get_engine(db_conf)
+    schema.db_sync(engine, "0001")
+    problem = schema.schema_problem(db_conf, "this agent")
+    assert problem.endswith(
+        f"at revision 0001, this agent needs {schema.HEAD_REVISION}: run "
+        "'scheduler-manage db sync'")
+    schema.db_sync(engine)
+    assert schema.schema_problem(db_conf, "this agent") is None
+    with engine.begin() as connection:
+        connection.execute(sa.text(
+            "UPDATE alembic_version SET version_num = 'ffff'"))
+    assert "migrated by a newer version" in schema.schema_problem(
+        db_conf, "this agent")
+
+
+def test_a_failed_migration_is_a_migration_error(db_conf):
+    engine = db_api.get_engine(db_conf)
+    schema.db_sync(engine)
+    with engine.begin() as connection:
+        connection.execute(sa.text(
+            "UPDATE alembic_version SET version_num = 'ffff'"))
+    with pytest.raises(schema.MigrationError, match="ffff"):
+        schema.db_sync(engine)

@@ -21,6 +21,7 @@ from compute_monitor.monitors import libvirt_domains
 from compute_monitor.monitors import memory
 from compute_monitor.monitors import network
 from scheduler.conf import metrics as metrics_conf
+from scheduler.db import schema
 from tests.unit.docs.fakes import _BLOCK
 from tests.unit.docs.fakes import DOCS
 from tests.unit.docs.fakes import PAGES
@@ -117,6 +118,14 @@ def test_operator_guide_lists_every_builtin_metric():
     documented = set(re.findall(r"^\| `([a-z0-9_.]+)` \| `", guide,
                                 re.MULTILINE))
     assert names - documented == set()
+
+
+def test_operator_guide_shows_the_newest_schema_revision():
+    guide = (DOCS / "operator-guide.md").read_text(encoding="utf-8")
+    shown = re.findall(r"schema at revision (\d{4})", guide)
+    shown += re.findall(r" db version\n(\d{4})\n", guide)
+    assert len(shown) >= 3
+    assert set(shown) == {schema.head_version()}
 
 
 # Configuration examples. A ```ini block may be preceded by one marker

@@ -129,8 +129,24 @@ def test_explain_dict_shape(conf):
     assert by_host["b"]["filtered_by"] == "RamFilter"
     assert by_host["b"]["reason"] == "insufficient RAM"
     assert by_host["b"]["weight"] is None
-    assert set(by_host["a"]["weights"]["RAMWeigher"]) == {"raw",
-                                                          "normalized"}
+    assert set(by_host["a"]["weights"]["RAMWeigher"]) == {
+        "raw", "normalized", "multiplier", "weighted"}
+
+
+def test_explain_gives_each_weighers_multiplied_part(conf):
+    hosts = [host("a"), host("b", ram_mb=4096), host("c", ram_mb=2048)]
+    sched = scheduler(conf, weight_classes=["RAMWeigher", "CPUWeigher"],
+                      ram_weight_multiplier=-2.0)
+    result = sched.explain(spec(), hosts).as_dict()
+    for entry in result["hosts"]:
+        ram = entry["weights"]["RAMWeigher"]
+        cpu = entry["weights"]["CPUWeigher"]
+        assert (ram["multiplier"], cpu["multiplier"]) == (-2.0, 1.0)
+        assert ram["weighted"] == -2.0 * ram["normalized"]
+        assert entry["weight"] == pytest.approx(
+            ram["weighted"] + cpu["weighted"])
+    # Least free RAM wins with a negative multiplier.
+    assert result["selected"][0] == "c"
 
 
 @pytest.mark.parametrize("option, value", [

@@ -8,6 +8,8 @@ from oslo_config import cfg
 
 import scheduler.conf
 from scheduler.filters import compute_capabilities_filter
+from scheduler.filters import json_filter
+from scheduler.filters import nova_names
 from scheduler.request.extra_specs import InvalidExtraSpec
 from scheduler.request.spec import RequestSpec
 from tests.fakes import make_host
@@ -27,8 +29,8 @@ def make_spec(extra_specs: dict) -> RequestSpec:
         "extra_specs": extra_specs}})
 
 
-@pytest.mark.parametrize("key", ["trust", "XXYY", "free_disk_mb", "metrics",
-                                 "consume"])
+@pytest.mark.parametrize("key", ["trust", "XXYY", "free_disk_mbs",
+                                 "metrics", "consume"])
 def test_capabilities_ignores_unscoped_key_naming_no_attribute(
         capabilities, key):
     # As Nova: such a key is some other consumer's (or an old flavor's),
@@ -39,6 +41,33 @@ def test_capabilities_ignores_unscoped_key_naming_no_attribute(
     assert capabilities.reject(host, spec) is None
     [warning] = capabilities.warnings(spec)
     assert warning.startswith(f"extra spec {key}='s== x86_64' ignored")
+
+
+@pytest.mark.parametrize(("extra_specs", "passes"), [
+    # 100 GB, 40 claimed, disk_allocation_ratio 1.0: 60 GB free.
+    ({"free_disk_mb": str(60 * 1024)}, True),
+    ({"free_disk_mb": "1"}, False),
+    ({"free_disk_mb": ">= 61440"}, True),
+    ({"capabilities:free_disk_mb": ">= 61441"}, False),
+    ({"disk_mb_used": str(40 * 1024)}, True),
+    ({"total_usable_ram_mb": ">= 16384", "vcpus_total": "= 8"}, True),
+    ({"capabilities:local_gb": "<= 99"}, False),
+])
+def test_capabilities_reads_novas_host_state_names(capabilities, extra_specs,
+                                                   passes):
+    # As Nova compares them, rather than ignoring them as unknown keys.
+    host = make_host(disk_gb_claimed=40)
+    spec = make_spec(extra_specs)
+    assert capabilities.warnings(spec) == []
+    assert (capabilities.reject(host, spec) is None) is passes
+
+
+def test_capabilities_and_json_filter_read_novas_names_alike():
+    # One mapping serves both filters: a Nova name reads the same value.
+    host = make_host(disk_gb_claimed=40, vcpus_claimed=3)
+    for name, read in nova_names.NOVA_NAMES.items():
+        assert json_filter._VARIABLES[name] is read
+        assert compute_capabilities_filter.lookup(host, (name,)) == read(host)
 
 
 def test_capabilities_unscoped_warning_suggests_attribute(capabilities):

@@ -15,6 +15,7 @@ from scheduler.filters.compute_capabilities_filter import (
 from scheduler.filters.core_filter import CoreFilter
 from scheduler.filters.disk_filter import DiskFilter
 from scheduler.filters.ignore_hosts_filter import IgnoreHostsFilter
+from scheduler.filters.nova_names import NOVA_NAMES
 from scheduler.filters.pin_to_host_filter import PinToHostFilter
 from scheduler.filters.ram_filter import RamFilter
 from scheduler.hosts.state import HostState
@@ -75,7 +76,7 @@ def test_host_and_node_names_match_whatever_their_case(fleet, data):
 
 
 _KNOWN = (compute_capabilities_filter._ATTRIBUTES
-          | set(compute_capabilities_filter._ALIASES))
+          | set(NOVA_NAMES))
 
 unknown_keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.-]{0,15}",
                              fullmatch=True).filter(

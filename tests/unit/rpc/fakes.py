@@ -41,6 +41,8 @@ class FakeManager:
         self.error: BaseException | None = None
         self.released: set[str] = {UUID1}
         self.planner = FakePlanner()
+        #: (name, why) of the weight_setting metrics no host reports.
+        self.unreported: list[tuple[str, str]] = []
 
     def _record(self, *call: object) -> None:
         self.calls.append(call)
@@ -70,6 +72,9 @@ class FakeManager:
     def resume_releases(self):
         self._record("resume_releases")
         return 0
+
+    def unreported_weight_metrics(self):
+        return self.unreported
 
 
 class FakePlanner:

@@ -15,9 +15,11 @@ from scheduler import exception
 from scheduler import rpc
 from scheduler.db import locks
 from scheduler.request import extra_specs
+from scheduler.rpc import endpoint
 from scheduler.rpc import notifications as rpc_notifications
 from scheduler.rpc import rpcapi
 from scheduler.rpc import server
+from tests.fakes import exceptions_at_warnings
 from tests.unit.rpc.fakes import SELECTION
 from tests.unit.rpc.fakes import SPEC
 from tests.unit.rpc.fakes import UUID1
@@ -96,6 +98,44 @@ def test_subclass_of_no_valid_host_arrives_as_no_valid_host(api, manager):
         api.select_destinations(SPEC)
     assert type(raised.value) is exception.NoValidHost
     assert str(raised.value) == "cluster lock held too long"
+
+
+def test_a_request_failing_for_an_unreported_metric_warns(api, manager,
+                                                         caplog, monkeypatch):
+    manager.error = exception.NoValidHost(
+        "0/1 hosts available: 1 MetricsWeigher (required metric "
+        "unavailable: cpu.percnt)")
+    manager.unreported = [("cpu.percnt", "no host reports cpu.percnt; did "
+                           "you mean 'cpu.percent'?")]
+    with caplog.at_level(logging.WARNING, logger="scheduler.rpc.endpoint"), \
+            exceptions_at_warnings("scheduler.rpc.endpoint") as exceptions, \
+            pytest.raises(exception.NoValidHost):
+        api.select_destinations(SPEC, context={"request_id": "req-7"})
+    # Out of the except block: oslo.log would append the NoValidHost.
+    assert exceptions == [None]
+    assert [r.getMessage() for r in caplog.records] == [
+        "select_destinations (request req-7) failed for [metrics] "
+        "weight_setting: no host reports cpu.percnt; did you mean "
+        "'cpu.percent'?"]
+    # Checked again only after a while: each check reads every host.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="scheduler.rpc.endpoint"), \
+            pytest.raises(exception.NoValidHost):
+        api.select_destinations(SPEC, context={"request_id": "req-8"})
+    assert caplog.records == []
+    monkeypatch.setattr(endpoint, "UNREPORTED_CHECK_INTERVAL", 0.0)
+    with caplog.at_level(logging.WARNING, logger="scheduler.rpc.endpoint"), \
+            pytest.raises(exception.NoValidHost):
+        api.select_destinations(SPEC, context={"request_id": "req-9"})
+    assert ["req-9" in r.getMessage() for r in caplog.records] == [True]
+    # Any other NoValidHost is the request's business, not the config's.
+    caplog.clear()
+    manager.error = exception.NoValidHost("0/1 hosts available: 1 RamFilter "
+                                          "(insufficient RAM)")
+    with caplog.at_level(logging.WARNING, logger="scheduler.rpc.endpoint"), \
+            pytest.raises(exception.NoValidHost):
+        api.select_destinations(SPEC)
+    assert caplog.records == []
 
 
 def test_unexpected_error_is_logged_and_reported_clearly(

@@ -5,6 +5,7 @@ import logging
 import pytest
 
 from compute_monitor.monitors import disk
+from tests.fakes import exceptions_at_warnings
 from tests.unit.compute_monitor.monitors.fakes import DiskIO
 from tests.unit.compute_monitor.monitors.fakes import DiskUsage
 from tests.unit.compute_monitor.monitors.fakes import Readings
@@ -65,7 +66,9 @@ def test_disk_bad_instances_path_keeps_io_rates(monkeypatch, conf, clock,
                         Readings(DiskIO(0, 0, 0, 0), DiskIO(1, 1, 1, 1)))
     plugin = disk.DiskMonitor(conf)
     clock.now += 1
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING), \
+            exceptions_at_warnings(disk.LOG.logger.name) as exceptions:
         got = values(plugin)
     assert set(got) == {"disk.read.bps", "disk.write.bps", "disk.iops"}
     assert missing in caplog.text
+    assert exceptions == [None]
