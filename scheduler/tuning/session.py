@@ -102,9 +102,7 @@ class Session:
                 load_if_exists=True,
                 directions=["minimize"] * len(figures))
         except Exception as e:
-            executor.shutdown(cancel_futures=True)
-            if client is not None:
-                client.close()
+            _shut(executor, client)
             raise SessionError(
                 f"--storage {fields['storage_url']}: cannot open the study "
                 f"{fields['study_name']}: {' '.join(str(e).split())}"
@@ -116,9 +114,7 @@ class Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.executor.shutdown(cancel_futures=True)
-        if self._client is not None:
-            self._client.close()
+        _shut(self.executor, self._client)
 
     def task(self, name: str, values: dict[str, Any] | None,
              holdout: bool = False) -> trial_mod.TrialTask:
@@ -212,6 +208,17 @@ class Session:
             front=([t.number for t in search.pareto_front(self.study)]
                    if self.pareto else []),
             trials=self.study.get_trials(deepcopy=False))
+
+
+def _shut(executor: concurrent.futures.Executor, client: Any) -> None:
+    """Stop the executor without waiting for trials not started: local
+    processes drop their queue; a Dask client's close releases its
+    futures (its executor knows no ``cancel_futures``)."""
+    if client is None:
+        executor.shutdown(cancel_futures=True)
+    else:
+        executor.shutdown(wait=False)
+        client.close()
 
 
 def _dask_client(address: str):
