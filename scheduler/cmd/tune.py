@@ -184,12 +184,13 @@ def _holdout_args(args: argparse.Namespace) -> argparse.Namespace:
 
 def _holdout_label(args: argparse.Namespace,
                    holdout: argparse.Namespace) -> str:
+    # The paths as given: a hold-out is often the same file names in
+    # another folder (other days, other VMs).
     label = f"seed {holdout.seed}"
     if args.holdout_trace:
-        label = f"trace {os.path.basename(holdout.trace)}, " + label
+        label = f"trace {holdout.trace}, " + label
         if holdout.cpu_readings:
-            label += ", readings " + ", ".join(
-                os.path.basename(p) for p in holdout.cpu_readings)
+            label += ", readings " + ", ".join(holdout.cpu_readings)
     return label
 
 
