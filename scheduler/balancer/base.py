@@ -58,6 +58,7 @@ MIGRATION_THRESHOLD = "MigrationThreshold"
 LOAD_WINDOW = "LoadWindowMinutes"
 SAFETY_MARGIN = "SafetyMargin"
 COOLDOWN = "MoveCooldownMinutes"
+RECURRENCE_WINDOW = "RecurrenceWindowMinutes"
 
 ALL_PARAMETERS = {
     HIGH_UTILIZATION: Parameter(default=80, minimum=50, maximum=99),
@@ -77,11 +78,14 @@ ALL_PARAMETERS = {
     # minus it leaves room for some load.
     SAFETY_MARGIN: Parameter(default=10, minimum=0, maximum=40),
     COOLDOWN: Parameter(default=60, minimum=0),
+    # 0: off. Otherwise heat that recurs within this many minutes makes a
+    # source as persistent heat does (steady_load).
+    RECURRENCE_WINDOW: Parameter(default=0, minimum=0),
 }
 
 #: The parameters that are a window of history in minutes: the samples
 #: kept must reach back the longest of them.
-WINDOW_PARAMETERS = (DURATION, LOAD_WINDOW)
+WINDOW_PARAMETERS = (DURATION, LOAD_WINDOW, RECURRENCE_WINDOW)
 
 
 MEASURED = "measured"

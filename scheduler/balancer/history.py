@@ -18,6 +18,7 @@ later sample. *Stayed below X* is the same with < X.
 
 import dataclasses
 import datetime
+import itertools
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -93,6 +94,18 @@ class UtilizationHistory:
             return None
         window = samples[window_start(samples, minutes) or 0:]
         return sum(sample.cpu_percent for sample in window) / len(window)
+
+    def minutes_at_least(self, node_id: int, percent: float,
+                         minutes: float) -> float:
+        """Minutes of the last ``minutes`` minutes at cpu.percent >=
+        ``percent``, in a row or not: each sample stands for the time to
+        the next one (the newest for none)."""
+        samples = self._samples.get(node_id, [])
+        start = window_start(samples, minutes) or 0
+        window = samples[start:]
+        return sum((later.reported_at - sample.reported_at).total_seconds()
+                   for sample, later in itertools.pairwise(window)
+                   if sample.cpu_percent >= percent) / 60.0
 
     def covers(self, node_id: int, minutes: float) -> bool:
         """True when the samples reach back ``minutes`` from the newest."""

@@ -45,7 +45,7 @@ class SteadyLoadBalancer(base.BaseBalancer):
     """
 
     PARAMETERS = (base.HIGH_UTILIZATION, base.LOAD_WINDOW,
-                  base.SAFETY_MARGIN, base.COOLDOWN)
+                  base.SAFETY_MARGIN, base.COOLDOWN, base.RECURRENCE_WINDOW)
 
     def propose(self, hosts: Sequence[base.HostLoad],
                 history: history_mod.UtilizationHistory
@@ -53,11 +53,13 @@ class SteadyLoadBalancer(base.BaseBalancer):
         high = self.params[base.HIGH_UTILIZATION]
         persistent = {host.node_id: self.persistent_load(host, history)
                       for host in hosts}
+        pressure = {host.node_id: self.pressure(
+                        host, persistent[host.node_id], history)
+                    for host in hosts if host.can_migrate and host.instances}
         sources = sorted(
-            (host for host in hosts if host.can_migrate and host.instances
-             and self.persistently_hot(host, persistent[host.node_id],
-                                       history)),
-            key=lambda host: (-persistent[host.node_id], host.state.host))
+            (host for host in hosts
+             if pressure.get(host.node_id) is not None),
+            key=lambda host: (-pressure[host.node_id], host.state.host))
         receivers = [host for host in hosts
                      if host.can_migrate and host.cpu_percent is not None]
         limit = high - self.params[base.SAFETY_MARGIN]
@@ -68,7 +70,7 @@ class SteadyLoadBalancer(base.BaseBalancer):
                        if instance.arrived_at is None
                        or instance.arrived_at <= settled_before]
             for instance in _relief_order(
-                    source, movable, persistent[source.node_id], high):
+                    source, movable, pressure[source.node_id], high):
                 destinations = tuple(
                     host for host in receivers if host is not source
                     and _stays_under(host, persistent[host.node_id],
@@ -91,15 +93,25 @@ class SteadyLoadBalancer(base.BaseBalancer):
             return host.cpu_percent
         return max(mean + host.cpu_percent - latest.cpu_percent, 0.0)
 
-    def persistently_hot(self, host: base.HostLoad,
-                         persistent: float | None,
-                         history: history_mod.UtilizationHistory) -> bool:
+    def pressure(self, host: base.HostLoad, persistent: float | None,
+                 history: history_mod.UtilizationHistory) -> float | None:
+        """The load to relieve on a source, or None when ``host`` is no
+        source: at or above HighUtilization now, and either on its mean
+        over the whole LoadWindowMinutes, or (RecurrenceWindowMinutes)
+        hot for LoadWindowMinutes in all within that longer window: heat
+        that comes back, short each time, which no mean catches."""
         high = self.params[base.HIGH_UTILIZATION]
-        return (persistent is not None and persistent >= high
-                and host.cpu_percent is not None
-                and host.cpu_percent >= high
-                and history.covers(host.node_id,
-                                   self.params[base.LOAD_WINDOW]))
+        if host.cpu_percent is None or host.cpu_percent < high:
+            return None
+        window = self.params[base.LOAD_WINDOW]
+        if persistent is not None and persistent >= high and \
+                history.covers(host.node_id, window):
+            return persistent
+        recurrence = self.params[base.RECURRENCE_WINDOW]
+        if recurrence and history.minutes_at_least(
+                host.node_id, high, recurrence) >= window:
+            return host.cpu_percent
+        return None
 
 
 def _stays_under(host: base.HostLoad, persistent: float | None,

@@ -115,6 +115,33 @@ def test_a_host_relieved_within_the_window_is_not_relieved_again():
     assert proposals(steady(), hosts, samples) == []
 
 
+#: Five-minute spikes to 90 over 60, three in the last hour before the
+#: one now: never hot on a ten-minute mean (70 at most), hot for 15
+#: minutes in all.
+SPIKES = series([60, 90, 60, 60, 90, 60, 60, 90, 60, 60, 60, 60, 90])
+
+
+def test_recurring_short_heat_moves_only_with_a_recurrence_window():
+    hosts = [load(1, 90, BUSY), load(2, 30)]
+    samples = {1: SPIKES, 2: hour(30)}
+    assert proposals(steady(), hosts, samples) == []
+    found = proposals(steady(RecurrenceWindowMinutes="60"), hosts, samples)
+    # Relieved as persistent heat is: the cheapest instance that brings
+    # the load now (90) under 80.
+    assert found[0] == (1, "small", [2])
+
+
+def test_recurrence_needs_heat_now_and_enough_of_it():
+    samples = {1: SPIKES, 2: hour(30)}
+    cooled = [load(1, 60, BUSY), load(2, 30)]
+    assert proposals(steady(RecurrenceWindowMinutes="60"), cooled,
+                     samples) == []
+    hosts = [load(1, 90, BUSY), load(2, 30)]
+    # No spike in the last 20 minutes before this one.
+    assert proposals(steady(RecurrenceWindowMinutes="20"), hosts,
+                     samples) == []
+
+
 def test_hosts_without_fresh_cpu_take_no_part():
     samples = {1: hour(95), 2: hour(10)}
     assert proposals(steady(), [load(1, None, BUSY), load(2, 10)],
@@ -212,7 +239,7 @@ def test_an_instance_that_just_arrived_is_not_moved():
 def test_parameters_and_defaults():
     assert SteadyLoadBalancer.validate_parameters("p", {}) == {
         "HighUtilization": 80, "LoadWindowMinutes": 10, "SafetyMargin": 10,
-        "MoveCooldownMinutes": 60}
+        "MoveCooldownMinutes": 60, "RecurrenceWindowMinutes": 0}
 
 
 @pytest.mark.parametrize("given, problem", [
@@ -220,6 +247,7 @@ def test_parameters_and_defaults():
     ({"SafetyMargin": "-1"}, "an integer from 0 to 40"),
     ({"LoadWindowMinutes": "0"}, "an integer >= 1"),
     ({"MoveCooldownMinutes": "-5"}, "an integer >= 0"),
+    ({"RecurrenceWindowMinutes": "-1"}, "an integer >= 0"),
     ({"CpuOverCommitDurationMinutes": "2"}, "unknown parameter"),
 ])
 def test_invalid_parameters(given, problem):
