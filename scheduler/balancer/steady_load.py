@@ -16,7 +16,7 @@ class SteadyLoadBalancer(base.BaseBalancer):
     HighUtilization minus SafetyMargin with the instance added.
 
     Parameters: HighUtilization, LoadWindowMinutes, SafetyMargin,
-    MoveCooldownMinutes.
+    MoveCooldownMinutes, RecurrenceWindowMinutes.
 
     A host's persistent load is its mean cpu.percent over the last
     LoadWindowMinutes of history, shifted by what changed since its newest
@@ -27,7 +27,11 @@ class SteadyLoadBalancer(base.BaseBalancer):
       >= HighUtilization and so is its cpu.percent now. One hot reading
       moves nothing; a host a completed move relieved within the
       window (its mean still holds the load that left) is not relieved
-      twice. The highest persistent load goes first.
+      twice. With RecurrenceWindowMinutes (0: off), a host hot now that
+      was hot for LoadWindowMinutes in all within that longer window is
+      a source too, relieved from its load now: short heat that keeps
+      coming back, which no window's mean sees. The highest load to
+      relieve goes first.
     - Instance: not one that arrived on the host (placed, or moved there)
       less than MoveCooldownMinutes ago. First those whose departure
       brings the persistent load under HighUtilization, measured before
