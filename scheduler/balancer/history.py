@@ -16,9 +16,11 @@ that window is >= X. The window is the newest sample at or before
 later sample. *Stayed below X* is the same with < X.
 """
 
+import bisect
 import dataclasses
 import datetime
 import itertools
+import statistics
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -50,12 +52,10 @@ def window_start(samples: Sequence[Sample], minutes: float) -> int | None:
     if not samples:
         return None
     opened = samples[-1].reported_at - datetime.timedelta(minutes=minutes)
-    start = None
-    for index, sample in enumerate(samples):
-        if sample.reported_at > opened:
-            break
-        start = index
-    return start
+    # Bisected: a long window (RecurrenceWindowMinutes) holds hundreds of
+    # samples a node, and every window of every balancer starts here.
+    index = bisect.bisect_right(samples, opened, key=_reported_at) - 1
+    return None if index < 0 else index
 
 
 class UtilizationHistory:
@@ -99,12 +99,21 @@ class UtilizationHistory:
                          minutes: float) -> float:
         """Minutes of the last ``minutes`` minutes at cpu.percent >=
         ``percent``, in a row or not: each sample stands for the time to
-        the next one (the newest for none)."""
+        the next one (the newest for none), counted from the window's
+        opening and at most the window's typical spacing of reports (a
+        hot sample before a gap in reporting is not hot for all of it)."""
         samples = self._samples.get(node_id, [])
         start = window_start(samples, minutes) or 0
         window = samples[start:]
-        return sum((later.reported_at - sample.reported_at).total_seconds()
-                   for sample, later in itertools.pairwise(window)
+        if len(window) < 2:
+            return 0.0
+        opened = window[-1].reported_at - datetime.timedelta(minutes=minutes)
+        spans = [(later.reported_at - max(sample.reported_at, opened))
+                 .total_seconds()
+                 for sample, later in itertools.pairwise(window)]
+        typical = statistics.median(spans)
+        return sum(min(span, typical)
+                   for span, sample in zip(spans, window, strict=False)
                    if sample.cpu_percent >= percent) / 60.0
 
     def covers(self, node_id: int, minutes: float) -> bool:

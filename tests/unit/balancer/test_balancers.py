@@ -90,6 +90,33 @@ def test_mean_over_a_short_history_takes_what_there_is():
     assert not hist.covers(2, 1)
 
 
+def samples_at(*points: tuple[float, float]) -> history_mod.UtilizationHistory:
+    return history_mod.UtilizationHistory({1: [
+        history_mod.Sample(minutes(at), value, 1) for at, value in points]})
+
+
+def test_minutes_at_least_counts_hot_time_in_and_out_of_a_row():
+    # One a minute, ending at 10: hot 90s at minutes 2, 3 and 7; the
+    # newest (10) stands for no time.
+    hist = history(n1=[10, 10, 90, 90, 10, 10, 10, 90, 10, 10, 90])
+    assert hist.minutes_at_least(1, 80, 10) == pytest.approx(3.0)
+    assert hist.minutes_at_least(1, 80, 4) == pytest.approx(1.0)
+    assert hist.minutes_at_least(2, 80, 10) == 0.0
+
+
+def test_minutes_at_least_counts_from_the_window_opening():
+    # The window of 20 minutes opens at 40, within the report of 36.
+    hist = samples_at((36, 90), (41, 10), (46, 10), (51, 10), (56, 10),
+                      (60, 10))
+    assert hist.minutes_at_least(1, 80, 20) == pytest.approx(1.0)
+
+
+def test_a_gap_in_reporting_is_not_all_hot():
+    # Five-minute reports, then none for 45 minutes after a hot one.
+    hist = samples_at((0, 10), (5, 90), (50, 10), (55, 10), (60, 10))
+    assert hist.minutes_at_least(1, 80, 60) == pytest.approx(5.0)
+
+
 # even_distribution
 
 
