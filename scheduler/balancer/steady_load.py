@@ -25,7 +25,7 @@ class SteadyLoadBalancer(base.BaseBalancer):
 
     - Source: its samples cover the whole window, its persistent load is
       >= HighUtilization and so is its cpu.percent now. One hot reading
-      moves nothing; a host a completed move relieved within the
+      alone moves nothing; a host a completed move relieved within the
       window (its mean still holds the load that left) is not relieved
       twice. With RecurrenceWindowMinutes (0: off), a host hot now that
       was hot for LoadWindowMinutes in all within that longer window is
@@ -34,7 +34,7 @@ class SteadyLoadBalancer(base.BaseBalancer):
       relieve goes first.
     - Instance: not one that arrived on the host (placed, or moved there)
       less than MoveCooldownMinutes ago. First those whose departure
-      brings the persistent load under HighUtilization, measured before
+      brings the load to relieve under HighUtilization, measured before
       assumed (an assumed instance may relieve nothing), cheapest to
       migrate first; only when none is, the heaviest measured load
       first.
