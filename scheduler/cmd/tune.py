@@ -14,6 +14,7 @@ import argparse
 import hashlib
 import json
 import os
+import signal
 import sys
 import tempfile
 from typing import TYPE_CHECKING
@@ -65,6 +66,9 @@ def tune(conf: cfg.ConfigOpts) -> int:
         session = _prepare(conf, args)
     except TuneError as e:
         return _fail(str(e))
+    # A search started in the background inherits SIGINT ignored (a
+    # shell's rule for `&`); kill -INT must still stop it cleanly.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with session:
             outcome = session.search(progress=True)
