@@ -10,11 +10,15 @@ scheduler's own and may change between releases.
 """
 
 from scheduler.balancer.base import ALL_PARAMETERS
+from scheduler.balancer.base import COOLDOWN
 from scheduler.balancer.base import DURATION
 from scheduler.balancer.base import HIGH_UTILIZATION
 from scheduler.balancer.base import HIGH_VM_COUNT
+from scheduler.balancer.base import LOAD_WINDOW
 from scheduler.balancer.base import LOW_UTILIZATION
 from scheduler.balancer.base import MIGRATION_THRESHOLD
+from scheduler.balancer.base import RECURRENCE_WINDOW
+from scheduler.balancer.base import SAFETY_MARGIN
 from scheduler.balancer.base import BaseBalancer
 from scheduler.balancer.base import HostLoad
 from scheduler.balancer.base import Instance
@@ -36,8 +40,10 @@ from scheduler.request.spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 
 __all__ = [
-    "ALL_PARAMETERS", "DURATION", "HIGH_UTILIZATION", "HIGH_VM_COUNT",
-    "LOW_UTILIZATION", "MIB", "MIGRATION_THRESHOLD", "BaseBalancer",
+    "ALL_PARAMETERS", "COOLDOWN", "DURATION", "HIGH_UTILIZATION",
+    "HIGH_VM_COUNT", "LOAD_WINDOW", "LOW_UTILIZATION", "MIB",
+    "MIGRATION_THRESHOLD", "RECURRENCE_WINDOW", "SAFETY_MARGIN",
+    "BaseBalancer",
     "BaseHostFilter", "BaseHostWeigher", "Flavor", "HostLoad", "HostState",
     "HostTable", "Instance", "Metric", "MetricsWindow", "Parameter",
     "Proposal", "Rejection", "RequestSpec", "UtilizationHistory",
