@@ -63,14 +63,12 @@ def _start(pairs: array, after: float) -> int:
     return 2 * bisect.bisect_right(memoryview(pairs)[0::2], after)
 
 
-def _running_sums(pairs: array, sums: array | None = None) -> array:
+def _running_sums(pairs: array) -> array:
     """Running (sum, sum of squares) of the values of ``pairs``,
-    interleaved, one pair per report: ``sums`` (those of a prefix of
-    ``pairs``, an array of the caller's own: it is extended in place)
-    extended over the rest."""
-    sums = array("d") if sums is None else sums
-    total, squares = (sums[-2], sums[-1]) if sums else (0.0, 0.0)
-    for value in pairs[len(sums) + 1::2]:
+    interleaved, one pair per report."""
+    sums = array("d")
+    total = squares = 0.0
+    for value in pairs[1::2]:
         total += value
         squares += value * value
         sums.extend((total, squares))
@@ -174,23 +172,43 @@ class MetricHistory:
         newer than what is held, reports older than ``window`` seconds
         before the newest dropped; metrics the report no longer carries
         are dropped. A window of 0 keeps the newest report only."""
+        return self.appended_readings(
+            {name: (epoch(metric.timestamp), float(metric.value))
+             for name, metric in metrics.items()}, window)
+
+    def appended_readings(self, readings: Mapping[str, tuple[float, float]],
+                          window: float) -> "MetricHistory":
+        """``appended`` of readings already as ``(epoch seconds, value)``
+        by name: the host cache reads instance entries straight into
+        that form, 20 or more of them a report."""
         series: dict[str, array] = {}
         sums: dict[str, array] = {}
-        for name, metric in metrics.items():
-            when = epoch(metric.timestamp)
-            held = self._series.get(name)
+        held_series, held_sums = self._series, self._sums
+        for name, (when, value) in readings.items():
+            held = held_series.get(name)
             if held is None:
-                series[name] = array("d", (when, float(metric.value)))
+                series[name] = array("d", (when, value))
+                sums[name] = array("d", (value, value * value))
                 continue
             if when <= held[-2]:
-                series[name], sums[name] = held, self._sums[name]
+                series[name], sums[name] = held, held_sums[name]
                 continue
-            start = max(_start(held, when - window),
-                        len(held) + 2 - 2 * MAX_REPORTS)
+            # A full window drops its oldest report or none: look there
+            # before searching.
+            cutoff = when - window
+            start = (0 if held[0] > cutoff
+                     else 2 if len(held) > 2 and held[2] > cutoff
+                     else _start(held, cutoff))
+            start = max(start, len(held) + 2 - 2 * MAX_REPORTS)
             pairs = held[start:]
-            pairs.extend((when, float(metric.value)))
-            series[name] = pairs
-            sums[name] = _running_sums(pairs, self._sums[name][start:])
+            pairs.extend((when, value))
+            running = held_sums[name][start:]
+            if running:
+                running.extend((running[-2] + value,
+                                running[-1] + value * value))
+            else:
+                running.extend((value, value * value))
+            series[name], sums[name] = pairs, running
         return MetricHistory(series, sums)
 
     def nbytes(self) -> int:

@@ -20,6 +20,7 @@ from scheduler.hosts.metric_entries import cached_timestamp
 from scheduler.hosts.metric_entries import reading
 from scheduler.hosts.metric_entries import recent_stamps
 from scheduler.hosts.state import Metric
+from scheduler.hosts.table import epoch
 
 # The host cache's warnings keep the logger name they have always had:
 # operators' log filters know them by it.
@@ -75,11 +76,15 @@ class _Entry(msgspec.Struct, gc=False):
 
 _read_entries = msgspec.json.Decoder(list[_Entry]).decode
 _LARGEST = sys.float_info.max
+_INSTANCE_CPU = instance_metrics_mod.CPU_PERCENT
 
 
-def well_formed_metrics(text: str) -> dict[str, Metric] | None:
+def well_formed_metrics(text: str, instance_cpu: list[_Entry] | None = None
+                        ) -> dict[str, Metric] | None:
     """The host metrics of a report whose every entry is well formed, or
-    None: ``decode_metrics`` then finds and words what is wrong.
+    None: ``decode_metrics`` then finds and words what is wrong. The
+    instance.cpu.percent entries, unchecked, go to ``instance_cpu`` when
+    given (the instance history's; ``_cpu_readings`` checks them).
 
     Every node's report is decoded at every change (one a minute per
     node): msgspec checks the entries' shape while it parses, at half of
@@ -94,6 +99,8 @@ def well_formed_metrics(text: str) -> dict[str, Metric] | None:
     unset = msgspec.UNSET
     for entry in entries:
         if entry.instance is not unset:
+            if instance_cpu is not None and entry.name == _INSTANCE_CPU:
+                instance_cpu.append(entry)
             continue
         name, value, stamp = entry.name, entry.value, entry.timestamp
         # msgspec refuses floats past the range (JSON has no NaN): only
@@ -191,19 +198,45 @@ def decode_networks(text: str, problems: list[str]) -> frozenset[str]:
     return frozenset(names)
 
 
+def _cpu_readings(entries: list[_Entry]
+                  ) -> dict[str, tuple[float, float]] | None:
+    """``(epoch seconds, value)`` of each instance's instance.cpu.percent
+    entry, or None when one is irregular (no instance uuid, twice the
+    same, a bad time or number): the instance entries' own decoding then
+    leaves it out and logs it."""
+    stamps = recent_stamps()
+    readings: dict[str, tuple[float, float]] = {}
+    for entry in entries:
+        instance, value = entry.instance, entry.value
+        timestamp = cached_timestamp(entry.timestamp, stamps)
+        if (type(instance) is not str or not instance
+                or instance in readings or timestamp is None
+                or not -_LARGEST <= value <= _LARGEST):
+            return None
+        readings[instance] = (epoch(timestamp), float(value))
+    return readings
+
+
 def _instance_history(previous: Decoded | None,
                       instances: Mapping[str, Mapping[str, Metric]],
+                      cpu_entries: list[_Entry] | None,
                       window: float) -> history_mod.MetricHistory:
     """The instances' instance.cpu.percent history with this report's
-    added; instances the report no longer measures are dropped."""
+    added; instances the report no longer measures are dropped.
+    ``cpu_entries``: the report's entries of that metric when it is well
+    formed (read without decoding every instance entry)."""
     if window <= 0:
         return history_mod.EMPTY
-    cpu = instance_metrics_mod.CPU_PERCENT
-    readings = {uuid: metrics[cpu] for uuid, metrics in instances.items()
-                if cpu in metrics}
+    readings = (_cpu_readings(cpu_entries) if cpu_entries is not None
+                else None)
+    if readings is None:
+        cpu = _INSTANCE_CPU
+        readings = {uuid: (epoch(metrics[cpu].timestamp),
+                           float(metrics[cpu].value))
+                    for uuid, metrics in instances.items() if cpu in metrics}
     held = (previous.instance_history if previous is not None
             else history_mod.EMPTY)
-    return held.appended(readings, window)
+    return held.appended_readings(readings, window)
 
 
 def decode(row: NodeRow, previous: Decoded | None = None,
@@ -219,8 +252,10 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     of it kept, and ``instance_window`` of its instances' when not 0).
     """
     problems: list[str] = []
-    metrics = well_formed_metrics(row.metrics)
-    if metrics is not None:
+    cpu_entries: list[_Entry] | None = [] if instance_window > 0 else None
+    metrics = well_formed_metrics(row.metrics, cpu_entries)
+    well_formed = metrics is not None
+    if well_formed:
         bad_metrics: frozenset[str] = frozenset()
         # Only balancers read them, for the hosts they look at.
         entries = functools.partial(instance_entries, row.metrics)
@@ -250,8 +285,9 @@ def decode(row: NodeRow, previous: Decoded | None = None,
         column_problems=column_problems,
         history=(previous.history if previous is not None
                  else history_mod.EMPTY).appended(metrics, history_window),
-        instance_history=_instance_history(previous, instances,
-                                           instance_window))
+        instance_history=_instance_history(
+            previous, instances, cpu_entries if well_formed else None,
+            instance_window))
     if problems:
         LOG.warning("Compute node %s (host %s, id %s) reports malformed "
                     "data; it is scheduled on for what remains: %s",

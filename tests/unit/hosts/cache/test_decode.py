@@ -7,6 +7,9 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scheduler.db.host_queries import NodeRow
+from scheduler.hosts import history as history_mod
+from scheduler.hosts import instance_metrics
 from scheduler.hosts.cache import decode
 
 STAMP = "2026-01-05T12:00:00.5Z"
@@ -61,3 +64,56 @@ def test_an_int_past_a_floats_range_is_a_bad_metric_not_a_crash():
     metrics, bad = decode.decode_metrics(text, problems)
     assert metrics == {} and bad == {"disk.bytes"}
     assert "is not a finite number" in problems[0]
+
+
+def _row(entries: list[dict]) -> NodeRow:
+    fields = dict.fromkeys(NodeRow._fields)
+    fields.update(id=1, uuid="u", host="h", hypervisor_hostname="h",
+                  vcpus=16, memory_mb=1024, local_gb=10, cpu_info="{}",
+                  networks="[]", metrics=json.dumps(entries))
+    return NodeRow(**fields)
+
+
+def _series(history, uuids):
+    return {uuid: tuple(map(tuple, history.series(uuid)))
+            for uuid in uuids if history.series(uuid) is not None}
+
+
+_instance_entries = st.fixed_dictionaries(
+    {"name": st.sampled_from(["instance.cpu.percent",
+                              "instance.memory.used"]),
+     "instance": st.sampled_from(["u1", "u2", "", 7]),
+     "value": st.one_of(st.floats(allow_nan=False, allow_infinity=False,
+                                  min_value=-1e6, max_value=1e6),
+                        st.sampled_from([10**400, "7"])),
+     "timestamp": st.sampled_from([STAMP, "yesterday",
+                                   "2026-01-05T12:05:00Z"])})
+
+
+@given(st.lists(_instance_entries, max_size=5),
+       st.lists(_instance_entries, max_size=5))
+def test_instance_history_read_straight_agrees_with_decoded_entries(
+        first, second):
+    """The report path reads instance.cpu.percent entries without
+    decoding every instance entry: the history is the one the decoded
+    entries give (what is malformed left out, the first of twins kept)."""
+    host = {"name": "cpu.percent", "value": 1.0, "timestamp": STAMP}
+    previous = decode.decode(_row([host] + first), None, 0.0, 3600.0)
+    got = decode.decode(_row([host] + second), previous, 0.0, 3600.0)
+    want = history_mod.EMPTY
+    for entries in (first, second):
+        decoded = instance_metrics.decode(entries, [])
+        want = want.appended(
+            {uuid: metrics["instance.cpu.percent"]
+             for uuid, metrics in decoded.items()
+             if "instance.cpu.percent" in metrics}, 3600.0)
+    uuids = ("u1", "u2", "")
+    assert _series(got.instance_history, uuids) == _series(want, uuids)
+
+
+def test_a_twice_reported_instance_keeps_its_first_reading(caplog):
+    entries = [{"name": "instance.cpu.percent", "instance": "u1",
+                "value": value, "timestamp": STAMP} for value in (30.0, 90.0)]
+    got = decode.decode(_row(entries), None, 0.0, 3600.0)
+    assert got.instance_history.statistic("u1", "mean", 3600.0) == 30.0
+    assert "u1: instance.cpu.percent is reported twice" in caplog.text
