@@ -60,6 +60,10 @@ def _statistic(stat: str, values: Sequence[float]) -> float:
 def _start(pairs: array, after: float) -> int:
     """The index in ``pairs`` (time, value, time, value, ...) of the
     first report newer than ``after``."""
+    # Most often all held reports are: a history's window is mostly the
+    # one it is asked about.
+    if pairs[0] > after:
+        return 0
     return 2 * bisect.bisect_right(memoryview(pairs)[0::2], after)
 
 
@@ -95,8 +99,9 @@ class MetricHistory:
             for name, pairs in self._series.items()}
         # Statistics by (metric, stat, window): every host version is
         # asked for the same few, by several requests. A race computes
-        # one twice, harmlessly.
-        self._memo: dict[tuple[str, str, float], float | None] | None = None
+        # one twice, harmlessly. ("moments" holds a (mean, stddev) pair.)
+        self._memo: dict[tuple[str, str, float],
+                         float | tuple[float, float] | None] | None = None
 
     def __len__(self) -> int:
         return len(self._series)
@@ -151,9 +156,30 @@ class MetricHistory:
         memo[key] = value
         return value
 
+    def moments(self, name: str,
+                window: float) -> tuple[float, float] | None:
+        """(mean, stddev) of the reports of ``name`` over ``window``, as
+        ``statistic`` gives them, with one search for the window's start:
+        the load predictors ask both of every instance on a host."""
+        key = (name, "moments", window)
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        elif key in memo:
+            return memo[key]
+        pairs = self._series.get(name)
+        found = (None if pairs is None
+                 else self._moments(name, _start(pairs, pairs[-2] - window)))
+        memo[key] = found
+        return found
+
     def _moment(self, name: str, stat: str, start: int) -> float:
         """Mean or stddev of the reports of ``name`` from the one at
         ``start`` (its index in the interleaved pairs), by running sums."""
+        mean, stddev = self._moments(name, start)
+        return mean if stat == "mean" else stddev
+
+    def _moments(self, name: str, start: int) -> tuple[float, float]:
         pairs, sums = self._series[name], self._sums[name]
         count = (len(pairs) - start) // 2
         first = pairs[start + 1]
@@ -162,9 +188,7 @@ class MetricHistory:
         total = sums[-2] - (sums[start] - first)
         squares = sums[-1] - (sums[start + 1] - first * first)
         mean = total / count
-        if stat == "mean":
-            return mean
-        return math.sqrt(max(squares / count - mean * mean, 0.0))
+        return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
 
     def appended(self, metrics: Mapping[str, _Reading],
                  window: float) -> "MetricHistory":
@@ -193,12 +217,11 @@ class MetricHistory:
             if when <= held[-2]:
                 series[name], sums[name] = held, held_sums[name]
                 continue
-            # A full window drops its oldest report or none: look there
-            # before searching.
             cutoff = when - window
-            start = (0 if held[0] > cutoff
-                     else 2 if len(held) > 2 and held[2] > cutoff
-                     else _start(held, cutoff))
+            if len(held) > 2 and held[0] <= cutoff < held[2]:
+                start = 2  # a full window drops its oldest report
+            else:
+                start = _start(held, cutoff)
             start = max(start, len(held) + 2 - 2 * MAX_REPORTS)
             pairs = held[start:]
             pairs.extend((when, value))

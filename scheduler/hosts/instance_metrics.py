@@ -134,9 +134,18 @@ def instance_cpu_mean(host: hm.HostState, instance_uuid: str,
     seconds before its newest report, from the host's instance history
     (``[metrics] instance_history_window``), else its newest entry; None
     when the host holds no claim of it or never measured it."""
+    found = instance_cpu_moments(host, instance_uuid, window)
+    return None if found is None else found[0]
+
+
+def instance_cpu_moments(host: hm.HostState, instance_uuid: str,
+                         window: float) -> tuple[float, float | None] | None:
+    """``instance_cpu_mean`` and the standard deviation beside it (None
+    when no history is held: the newest entry alone has none)."""
     if instance_uuid not in host.instances:
         return None
-    mean = host.instance_history.statistic(instance_uuid, "mean", window)
-    if mean is not None:
-        return mean
-    return instance_metric(host, instance_uuid, CPU_PERCENT, None)
+    found = host.instance_history.moments(instance_uuid, window)
+    if found is not None:
+        return found
+    newest = instance_metric(host, instance_uuid, CPU_PERCENT, None)
+    return None if newest is None else (newest, None)

@@ -25,21 +25,20 @@ def predicted_busy_vcpus(host: HostState, fallback: float,
     than with its neighbours')."""
     busy = variance = 0.0
     measured_vcpus = 0
-    history = host.instance_history
     for uuid, (vcpus, _memory_mb) in host.instance_flavors.items():
-        percent = instance_metrics.instance_cpu_mean(host, uuid, window)
-        if percent is None:
+        found = instance_metrics.instance_cpu_moments(host, uuid, window)
+        if found is None:
             continue
+        percent, spread = found
         busy += vcpus * min(max(percent, 0.0), 100.0) / 100.0
         measured_vcpus += vcpus
-        if risk_factor:
-            spread = history.statistic(uuid, "stddev", window)
-            if spread is not None:
-                variance += (vcpus * spread / 100.0) ** 2
+        if spread is not None:
+            variance += (vcpus * spread / 100.0) ** 2
     # Claims whose instances have no measurement, including those this
     # request consumed (not among instance_flavors).
     unmeasured = max(host.vcpus_claimed - measured_vcpus, 0)
-    return busy + unmeasured * fallback + risk_factor * math.sqrt(variance)
+    return (busy + unmeasured * fallback
+            + (risk_factor * math.sqrt(variance) if risk_factor else 0.0))
 
 
 class InstanceLoadWeigher(BaseHostWeigher):

@@ -177,3 +177,15 @@ def test_mean_and_stddev_by_running_sums_match_the_reports():
         statistics.pstdev(window))
     assert held.statistic("m", "mean", 3600.0) == pytest.approx(
         statistics.fmean(values[-5:]))
+
+
+def test_moments_are_the_mean_and_stddev_statistics_give():
+    held = history.EMPTY
+    for minute, value in enumerate([10.0, 70.0, 40.0, 95.0, 5.0]):
+        held = held.appended({"m": Metric(value, T0 + minute * MINUTE)},
+                             3600.0)
+    for window in (60.0, 180.0, 3600.0):
+        assert held.moments("m", window) == pytest.approx((
+            held.statistic("m", "mean", window),
+            held.statistic("m", "stddev", window)))
+    assert held.moments("absent", 3600.0) is None
