@@ -24,6 +24,10 @@ in the same run, each on its own line with ``p50_ratio`` against it;
 ``--instances-per-host`` gives nodes claimed instances reporting
 instance.cpu.percent, ``--warm-reports`` fills their histories first;
 ``bytes_per_host_after`` is the memory per host after the timed window.
+``cpu_p50_ms`` is the median CPU time of the deciding thread (its
+``cpu_p50_ratio`` against the first line): on a shared machine, where
+other processes stretch the wall time of one configuration more than of
+another, it is the steadier of the two ratios.
 """
 
 import argparse
@@ -275,6 +279,7 @@ def _summary(size: int, window: dict, cold: float, memory: int,
     return {
         "hosts": size,
         "p50_ms": statistics.median(samples),
+        "cpu_p50_ms": statistics.median(window["cpu_samples"]),
         "p99_ms": samples[min(len(samples) - 1, int(len(samples) * .99))],
         "max_ms": samples[-1],
         "per_s": 1000 / statistics.mean(samples),
@@ -295,7 +300,7 @@ def _timed_window(scheduler: filter_scheduler.FilterScheduler,
     """Decisions timed one by one (ms), a node's report before each; how
     many full loads and incremental refreshes ran, rows decoded."""
     manager = scheduler.host_manager
-    samples = []
+    samples, cpu_samples = [], []
     decoded = incremental = reloads = 0
     loads = background_loads(manager)
     began = time.monotonic()
@@ -306,10 +311,11 @@ def _timed_window(scheduler: filter_scheduler.FilterScheduler,
            or time.monotonic() - began < 2 * interval + 0.5
            or reloads + background_loads(manager) - loads < min_reloads):
         touch_one(engine, size, rng, instances)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         spec = RequestSpec.from_dict(REQUEST)
         scheduler.select(spec)
         samples.append((time.perf_counter() - started) * 1000)
+        cpu_samples.append((time.thread_time() - cpu_started) * 1000)
         refresh = manager.last_refresh
         if refresh.full:
             # On the request path; the background refresher's own
@@ -319,13 +325,15 @@ def _timed_window(scheduler: filter_scheduler.FilterScheduler,
             incremental += 1
             decoded += refresh.rows_decoded
     reloads += background_loads(manager) - loads
-    return {"samples": samples, "reloads": reloads,
+    return {"samples": samples, "cpu_samples": cpu_samples,
+            "reloads": reloads,
             "incremental": incremental, "decoded": decoded}
 
 
 def _line(label: str, result: dict, default: dict | None) -> str:
     line = (f"config={label} hosts={result['hosts']} "
             f"p50_ms={result['p50_ms']:.2f} "
+            f"cpu_p50_ms={result['cpu_p50_ms']:.2f} "
             f"p99_ms={result['p99_ms']:.2f} max_ms={result['max_ms']:.1f} "
             f"per_s={result['per_s']:.0f} decisions={result['decisions']} "
             f"reloads={result['reloads']} cold_s={result['cold_s']:.2f} "
@@ -334,7 +342,9 @@ def _line(label: str, result: dict, default: dict | None) -> str:
             "rows_decoded_per_decision="
             f"{result['rows_decoded_per_decision']:.2f}")
     if default is not None:
-        line += f" p50_ratio={result['p50_ms'] / default['p50_ms']:.2f}"
+        line += (f" p50_ratio={result['p50_ms'] / default['p50_ms']:.2f}"
+                 " cpu_p50_ratio="
+                 f"{result['cpu_p50_ms'] / default['cpu_p50_ms']:.2f}")
     return line
 
 

@@ -68,13 +68,16 @@ def test_default_and_load_aware_lines(bench_engine, tmp_path):
     assert load.startswith("config=load-aware.conf hosts=20 ")
     for line in (default, load):
         fields = dict(part.split("=") for part in line.split())
-        for name in ("p50_ms", "p99_ms", "bytes_per_host",
+        for name in ("p50_ms", "cpu_p50_ms", "p99_ms", "bytes_per_host",
                      "bytes_per_host_after", "decisions"):
             assert float(fields[name]) >= 0, name
     assert "p50_ratio" not in default
-    ratio = float(dict(p.split("=") for p in load.split())["p50_ratio"])
-    assert ratio == pytest.approx(
+    fields = dict(p.split("=") for p in load.split())
+    assert float(fields["p50_ratio"]) == pytest.approx(
         runs["load"]["p50_ms"] / runs["default"]["p50_ms"], abs=0.01)
+    assert float(fields["cpu_p50_ratio"]) == pytest.approx(
+        runs["load"]["cpu_p50_ms"] / runs["default"]["cpu_p50_ms"],
+        abs=0.01)
 
 
 def test_instances_are_claimed_and_reported(bench_engine, tmp_path):
