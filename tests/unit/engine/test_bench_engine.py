@@ -99,3 +99,18 @@ def test_instances_are_claimed_and_reported(bench_engine, tmp_path):
     reported = {entry["instance"] for entry in json.loads(
         node.metrics) if entry["name"] == "instance.cpu.percent"}
     assert reported == {u for u, _ in instances["node-00000"]}
+
+
+def test_paired_decisions_of_two_configurations(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(TOOLS)
+    import bench_engine_paired
+    path = tmp_path / "load-aware.conf"
+    path.write_text(LOAD_AWARE)
+    result = bench_engine_paired.paired(12, 6, str(path), per_host=2,
+                                        warm_reports=2)
+    assert result["decisions"] == 6 and result["config"] == "load-aware.conf"
+    assert result["p50_ratio"] == pytest.approx(
+        result["config_p50_ms"] / result["default_p50_ms"])
+    assert result["cpu_p50_ratio"] == pytest.approx(
+        result["config_cpu_p50_ms"] / result["default_cpu_p50_ms"])
+    assert result["pair_ratio_median"] > 0
