@@ -170,6 +170,7 @@ def test_reader_is_offered_no_edit(browser, console):  # noqa: F811
     api, _, names = console
     policy = api.call("POST", "/v1/schedulingpolicies", SPREAD).body
     page = open_console(browser, api, "reader", "fleet")
+    page.wait_for_selector(".tile")
     assert page.locator(".tile").count() == len(names)
     page.goto("/ui/#policies")
     page.wait_for_selector("table.list")
@@ -201,3 +202,33 @@ def test_console_needs_credentials_and_a_role(console):
     assert page.headers["Content-Type"].startswith("text/html")
     assert "script-src 'self'" in page.headers["Content-Security-Policy"]
     assert api.get("/ui/nothing.js", user="reader").status == 404
+
+
+def test_simulations_side_by_side(browser, console, run_console_script,  # noqa: F811
+                                  write_config, tmp_path):
+    api, _, _ = console
+    nova = write_config({"filter_scheduler": {
+        "weight_classes": "RAMWeigher"}}, name="nova.conf")
+    balanced = write_config({"scheduler": {
+        "default_policy": "evenly_distributed"}}, name="balanced.conf")
+    report, plot = tmp_path / "report.json", tmp_path / "plot.png"
+    result = run_console_script(
+        "scheduler-manage", "simulate", "--synthetic", "150", "--seed", "3",
+        "--hosts", "8", "--duration", "3600", "--compare", str(balanced),
+        "--format", "json", "--plot", str(plot), config_file=nova,
+        timeout=300)
+    assert result.returncode == 0, result.stderr
+    report.write_text(result.stdout)
+    runs = json.loads(result.stdout)["runs"]
+    page = open_console(browser, api, "reader", "simulations")
+    page.set_input_files("input[name=report]", report)
+    page.set_input_files("input[name=plot]", plot)
+    page.wait_for_selector(".side-by-side img")
+    assert page.locator("#runs tr:first-child th").all_inner_texts()[1:] == [
+        "nova.conf", "balanced.conf"]
+    placed = page.locator('#runs tr[data-figure="placed"] td')
+    assert placed.all_inner_texts() == [str(r["placed"]) for r in runs]
+    width = page.evaluate(
+        "document.querySelector('.side-by-side img').naturalWidth")
+    assert width > 0
+    screenshot(page, "simulations")

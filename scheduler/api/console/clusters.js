@@ -64,9 +64,13 @@ export async function render(main, access) {
     get("/v1/clusters"), get("/v1/schedulingpolicies"), get("/v1/migrationpolicies"), get("/v1/access")]);
   const mayAttach = new Set(fresh.data.attach_clusters);
   const reload = () => { main.replaceChildren(); render(main, access); };
-  const onConflict = (form) => form.prepend(el("div", {class: "conflict", role: "alert"},
-    "This cluster was changed by someone else since you opened it. ",
-    el("button", {type: "button", text: "Reload", onclick: reload})));
+  const onConflict = (form) => {
+    const banner = el("div", {class: "conflict", role: "alert"},
+      "This cluster was changed by someone else since you opened it. ",
+      el("button", {type: "button", text: "Reload", onclick: reload}));
+    form.prepend(banner);
+    banner.scrollIntoView({block: "center"});
+  };
   main.append(el("h2", {text: "Clusters"}));
   for (const cluster of clusters.data.clusters) {
     const section = el("section", {class: "cluster-card", "data-cluster": cluster.name},

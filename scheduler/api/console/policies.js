@@ -86,6 +86,11 @@ async function editor(main, access, id) {
   const conflict = () => el("div", {class: "conflict", role: "alert"},
     "This policy was changed by someone else since you opened it. ",
     el("button", {type: "button", text: "Reload", onclick: () => render(main, access)}));
+  function report(error) {
+    const shown = error.status === 412 ? conflict() : showError(form, error);
+    if (error.status === 412) form.prepend(shown);
+    shown.scrollIntoView({block: "center"});
+  }
   async function save(event) {
     event.preventDefault();
     clearErrors(form);
@@ -93,8 +98,7 @@ async function editor(main, access, id) {
       await call("PUT", `/v1/schedulingpolicies/${id}`, draft, {"If-Match": etag});
       location.hash = "#policies";
     } catch (error) {
-      form.prepend(...(error.status === 412 ? [conflict()] : []));
-      if (error.status !== 412) showError(form, error);
+      report(error);
     }
   }
   async function remove() {
@@ -103,8 +107,7 @@ async function editor(main, access, id) {
       await call("DELETE", `/v1/schedulingpolicies/${id}`, undefined, {"If-Match": etag});
       location.hash = "#policies";
     } catch (error) {
-      if (error.status === 412) form.prepend(conflict());
-      else showError(form, error);
+      report(error);
     }
   }
   form.addEventListener("submit", save);
