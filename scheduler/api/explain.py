@@ -18,8 +18,16 @@ from scheduler.api.router import Context
 from scheduler.api.router import Reply
 from scheduler.api.router import Router
 from scheduler.policies import explain as dry_run
+from scheduler.request import extra_specs
 from scheduler.request.spec import RequestSpec
 from scheduler.request.validation import validate_request
+
+
+def _spec_field(spec_dict: dict, key: str) -> str:
+    """Where the extra spec or hint ``key`` is in the request."""
+    if key in spec_dict["flavor"].get("extra_specs", {}):
+        return f"request_spec.flavor.extra_specs.{key}"
+    return f"request_spec.scheduler_hints.{key}"
 
 
 def explain(ctx: Context) -> Reply:
@@ -31,6 +39,9 @@ def explain(ctx: Context) -> Reply:
             spec_dict, scope=ctx.conf.metrics.extra_specs_scope)
         explained = dry_run.explain(ctx.conf, spec,
                                     hosts.host_manager(ctx.conf))
+    except extra_specs.InvalidExtraSpec as e:
+        raise errors.bad_request(_spec_field(spec_dict, e.key),
+                                 str(e)) from None
     except exception.InvalidRequest as e:
         raise errors.ApiError(400, str(e)) from None
     except exception.ConfigError as e:

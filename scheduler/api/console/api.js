@@ -5,8 +5,9 @@ export class ApiError extends Error {
   constructor(status, message) {
     super(message);
     this.status = status;
-    // The API's 400s start with the field's dotted path: "weights[1].factor: ...".
-    const match = /^([A-Za-z_][\w.[\]]*): /.exec(message);
+    // The API's 400s start with the field's dotted path: "weights[1].factor: ...",
+    // "request_spec.flavor.extra_specs.resources:cpu.percent: ...".
+    const match = /^([A-Za-z_][\w.:[\]]*): /.exec(message);
     this.field = status === 400 && match ? match[1] : null;
   }
 }
