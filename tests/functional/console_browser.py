@@ -49,9 +49,11 @@ def browser() -> Iterator[object]:
         launched.close()
 
 
-def open_console(browser, api: api_server.Api, user: str, where: str = ""):
+def open_console(browser, api: api_server.Api, user: str, where: str = "",
+                 fake_clock: bool = False):
     """A page of its own (a context per user: its own credentials),
-    logged in as ``user`` with HTTP basic, at ``/ui/#where``."""
+    logged in as ``user`` with HTTP basic, at ``/ui/#where``; with
+    ``fake_clock``, its timers run when ``page.clock`` moves them."""
     context = browser.new_context(
         base_url=f"http://127.0.0.1:{api.port}",
         http_credentials={"username": user,
@@ -59,6 +61,8 @@ def open_console(browser, api: api_server.Api, user: str, where: str = ""):
         viewport={"width": 1280, "height": 860})
     context.set_default_timeout(10000)
     page = context.new_page()
+    if fake_clock:
+        page.clock.install()
     page.goto(f"/ui/#{where}")
     page.wait_for_selector("#whoami:not(:empty)")
     return page

@@ -7,7 +7,9 @@ stale edit's conflict, and a reader offered no edit."""
 import json
 
 import pytest
+import sqlalchemy as sa
 
+from scheduler.db import models
 from tests.functional import api_server
 from tests.functional.console_browser import KINDS
 from tests.functional.console_browser import browser  # noqa: F401
@@ -53,10 +55,23 @@ def _explain_in_browser(page, cluster: str, ram_mb: int) -> tuple[str, str]:
             page.inner_text("#decision .policy"))
 
 
+def _disable(url: str, host: str) -> None:
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    table = models.ComputeNode.__table__
+    try:
+        with engine.begin() as connection:
+            connection.execute(table.update().where(table.c.host == host)
+                               .values(disabled=True,
+                                       changed_at=models.utcnow()))
+    finally:
+        engine.dispose()
+
+
 def test_admin_fleet_and_explain_as_the_cli(browser, console,  # noqa: F811
-                                            run_console_script):
+                                            run_console_script,
+                                            postgresql_url):
     api, config, names = console
-    page = open_console(browser, api, "admin", "fleet")
+    page = open_console(browser, api, "admin", "fleet", fake_clock=True)
     page.wait_for_selector(".tile")
     tiles = page.locator(".tile")
     assert tiles.count() == len(names)
@@ -75,6 +90,10 @@ def test_admin_fleet_and_explain_as_the_cli(browser, console,  # noqa: F811
     clusters = page.locator("section.cluster h3").all_inner_texts()
     assert [c.split()[0] for c in clusters] == ["c1", "c2", "c3"]
     screenshot(page, "fleet")
+    # The page refreshes itself: a node disabled now shows so.
+    _disable(postgresql_url, names[0])
+    page.clock.run_for(11_000)
+    page.wait_for_selector(f'.tile.disabled[data-host="{names[0]}"]')
 
     chosen, policy = _explain_in_browser(page, "c2", 4096)
     cli = _cli_choice(run_console_script, config, "--ram", "4096",
@@ -108,7 +127,17 @@ def test_cluster_admin_edits_a_policy_and_the_decision_follows(
     api, config, _ = console
     created = api.call("POST", "/v1/schedulingpolicies", SPREAD)
     assert created.status == 201
-    page = open_console(browser, api, "ca_c1", "clusters")
+    page = open_console(browser, api, "ca_c1", "policies")
+    # A copy of a built-in, which its creator may edit.
+    page.fill("#create-policy input[name=name]", "mine")
+    page.select_option("#create-policy select[name=based_on]",
+                       label="power_saving")
+    page.click("#create-policy button[type=submit]")
+    page.wait_for_selector("#policy-editor[data-editable=true]")
+    mine = [p for p in api.get("/v1/schedulingpolicies").body[
+        "schedulingpolicies"] if p["name"] == "mine"]
+    assert len(mine) == 1 and not mine[0]["locked"]
+    page.goto("/ui/#clusters")
     # cluster_admin of c1 alone: only c1 is offered.
     page.wait_for_selector("section.cluster-card")
     assert page.locator('form.cluster-form[data-cluster="c1"]').count() == 1
@@ -164,6 +193,10 @@ def test_a_stale_edit_shows_the_conflict(browser, console):  # noqa: F811
     page.click(".conflict button")
     page.wait_for_selector('input[name=description][value="changed '
                            'elsewhere"]')
+    # Reloaded: the current version, which a delete may remove.
+    page.click("#policy-editor button.danger")
+    page.wait_for_selector("table.list")
+    assert api.get(f"/v1/schedulingpolicies/{policy['id']}").status == 404
 
 
 def test_reader_is_offered_no_edit(browser, console):  # noqa: F811

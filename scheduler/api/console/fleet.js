@@ -1,8 +1,9 @@
 // Fleet: every host as a tile, by cluster: cpu.percent and
 // memory.percent as colour, free vCPU/RAM/disk, metric age (stale
 // flagged), pending claims and state. Refreshes itself every
-// REFRESH_MS. The tiles are built as one HTML string per cluster: a
-// DOM node per cell would cost several times more at 10,000 hosts.
+// REFRESH_MS (or ten times the last refresh's time, if longer). The
+// tiles are built as one HTML string per cluster: a DOM node per cell
+// would cost several times more at 10,000 hosts.
 import {get} from "./api.js";
 import {el, esc, num} from "./dom.js";
 
@@ -95,6 +96,17 @@ export async function render(main) {
   await refresh();
   // After the browser painted the tiles: what tools/bench_console.py reads.
   requestAnimationFrame(() => setTimeout(() => performance.mark("fleet-rendered"), 0));
-  const timer = setInterval(refresh, REFRESH_MS);
-  return () => clearInterval(timer);
+  let timer = null;
+  let stopped = false;
+  const schedule = (lastMs) => {
+    // A fleet that takes long to draw is redrawn less often: at most a
+    // tenth of the time goes to refreshing.
+    timer = setTimeout(async () => {
+      const start = performance.now();
+      await refresh();
+      if (!stopped) schedule(performance.now() - start);
+    }, Math.max(REFRESH_MS, 10 * lastMs));
+  };
+  schedule(0);
+  return () => { stopped = true; clearTimeout(timer); };
 }

@@ -85,7 +85,7 @@ async function editor(main, access, id) {
   }
   const conflict = () => el("div", {class: "conflict", role: "alert"},
     "This policy was changed by someone else since you opened it. ",
-    el("button", {type: "button", text: "Reload", onclick: () => render(main, access)}));
+    el("button", {type: "button", text: "Reload", onclick: () => { main.replaceChildren(); render(main); }}));
   function report(error) {
     const shown = error.status === 412 ? conflict() : showError(form, error);
     if (error.status === 412) form.prepend(shown);

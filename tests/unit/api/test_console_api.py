@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from scheduler.api import access
 from scheduler.api import app as api_app
 from scheduler.api import console
+from scheduler.api import openapi
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import permissions
@@ -202,3 +203,10 @@ def test_every_file_the_console_loads_is_served(routes, fleet):
     for name in wanted:
         assert call(routes, f"/ui/{name}").status_int == 200, name
     assert not re.search(r"https?://", index)
+
+
+def test_openapi_lists_every_v1_route(routes):
+    paths = openapi.document()["paths"]
+    for path, methods in routes.handlers.items():
+        if path.startswith("/v1/") and path != "/v1/openapi.json":
+            assert set(paths[path]) == {m.lower() for m in methods}, path
