@@ -1,4 +1,4 @@
-"""The web console (DESIGN §15) under /ui/: plain HTML, CSS and
+"""The web console under /ui/: plain HTML, CSS and
 JavaScript modules shipped in ``scheduler/api/console/`` (no build
 step, nothing fetched from the network), served behind the API's
 authentication to any role that may read. The pages call the /v1 API

@@ -2,7 +2,7 @@
 claimed, by the code ``scheduler-manage explain`` runs
 (``scheduler.policies.explain``): the same choice for the same request.
 
-The body is a request spec as the RPC API takes it (DESIGN §5:
+The body is a request spec as the RPC API takes it (docs/architecture.md:
 ``flavor`` {vcpus, memory_mb, root_gb, extra_specs}, ``cluster``,
 ``availability_zone``, ...); any role may ask. A field the request
 validation refuses is a 400 naming it, a cluster without nodes a 400 on

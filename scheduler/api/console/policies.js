@@ -91,26 +91,21 @@ async function editor(main, access, id) {
     if (error.status === 412) form.prepend(shown);
     shown.scrollIntoView({block: "center"});
   }
-  async function save(event) {
+  // PUT (the draft) or DELETE, with the ETag the page was opened at.
+  async function send(method, sent) {
+    clearErrors(form);
+    try {
+      await call(method, `/v1/schedulingpolicies/${id}`, sent, {"If-Match": etag});
+      location.hash = "#policies";
+    } catch (error) {
+      report(error);
+    }
+  }
+  const remove = () => send("DELETE");
+  form.addEventListener("submit", (event) => {
     event.preventDefault();
-    clearErrors(form);
-    try {
-      await call("PUT", `/v1/schedulingpolicies/${id}`, draft, {"If-Match": etag});
-      location.hash = "#policies";
-    } catch (error) {
-      report(error);
-    }
-  }
-  async function remove() {
-    clearErrors(form);
-    try {
-      await call("DELETE", `/v1/schedulingpolicies/${id}`, undefined, {"If-Match": etag});
-      location.hash = "#policies";
-    } catch (error) {
-      report(error);
-    }
-  }
-  form.addEventListener("submit", save);
+    send("PUT", draft);
+  });
   redraw();
   const note = policy.locked ? "Built-in: read-only; create a copy from the list to change it."
     : editable ? `Version ${policy.version}; clusters: ${policy.clusters.join(", ") || "none"}.`

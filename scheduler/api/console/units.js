@@ -11,44 +11,39 @@ function ofType(units, type) {
   return units.filter((u) => u.type === type && u.enabled).sort((a, b) => a.name.localeCompare(b.name));
 }
 
-function columns(title, enabled, disabled) {
+// One kind of unit as two columns: the enabled ones in order, each with
+// ``controls(entry, i)`` and a Disable button, and the disabled ones,
+// each with an Enable button appending ``fresh(name)``.
+function kind(title, type, key, draft, units, editable, redraw, controls, fresh) {
+  const list = draft[key];
+  const on = list.map((entry, i) => el("div", {class: "unit", "data-unit": entry.unit, "data-field": `${key}[${i}].unit`},
+    el("span", {text: entry.unit}), controls(entry, i),
+    editable && el("button", {type: "button", text: "Disable", onclick: () => { list.splice(i, 1); redraw(); }})));
+  const used = new Set(list.map((entry) => entry.unit));
+  const off = ofType(units, type).filter((u) => !used.has(u.name)).map((u) => el("div", {class: "unit", "data-unit": u.name, title: u.description},
+    el("span", {text: u.name}),
+    editable && el("button", {type: "button", text: "Enable", onclick: () => { list.push(fresh(u.name)); redraw(); }})));
   return el("fieldset", {class: "units"}, el("legend", {text: title}),
     el("div", {class: "columns"},
-      el("div", {class: "enabled"}, el("h4", {text: "Enabled"}), ...enabled),
-      el("div", {class: "disabled"}, el("h4", {text: "Disabled"}), ...disabled)));
+      el("div", {class: "enabled"}, el("h4", {text: "Enabled"}), ...on),
+      el("div", {class: "disabled"}, el("h4", {text: "Disabled"}), ...off)));
 }
 
 function filters(draft, units, editable, redraw) {
-  const on = draft.filters.map((entry, i) => el("div", {class: "unit", "data-unit": entry.unit, "data-field": `filters[${i}].unit`},
-    el("span", {text: entry.unit}),
-    el("select", {"aria-label": `${entry.unit} position`, "data-field": `filters[${i}].position`, disabled: !editable,
-      onchange: (e) => { entry.position = e.target.value || null; }},
-    ...POSITIONS.map(([v, t]) => el("option", {value: v, text: t, selected: (entry.position ?? "") === v}))),
-    editable && el("button", {type: "button", text: "Disable", onclick: () => {
-      draft.filters.splice(i, 1); redraw(); }})));
-  const used = new Set(draft.filters.map((f) => f.unit));
-  const off = ofType(units, "filter").filter((u) => !used.has(u.name)).map((u) => el("div", {class: "unit", "data-unit": u.name, title: u.description},
-    el("span", {text: u.name}),
-    editable && el("button", {type: "button", text: "Enable", onclick: () => {
-      draft.filters.push({unit: u.name, position: null}); redraw(); }})));
-  return columns("Filters", on, off);
+  const position = (entry, i) => el("select", {"aria-label": `${entry.unit} position`, "data-field": `filters[${i}].position`,
+    disabled: !editable, onchange: (e) => { entry.position = e.target.value || null; }},
+  ...POSITIONS.map(([v, t]) => el("option", {value: v, text: t, selected: (entry.position ?? "") === v})));
+  return kind("Filters", "filter", "filters", draft, units, editable, redraw, position,
+    (name) => ({unit: name, position: null}));
 }
 
 function weights(draft, units, editable, redraw) {
-  const on = draft.weights.map((entry, i) => el("div", {class: "unit", "data-unit": entry.unit, "data-field": `weights[${i}].unit`},
-    el("span", {text: entry.unit}),
-    el("label", {}, "factor ", el("input", {type: "number", step: 1, value: entry.factor, disabled: !editable,
-      "aria-label": `${entry.unit} factor`, "data-field": `weights[${i}].factor`,
-      // Sent as typed: the API refuses a factor that is not an integer, naming it.
-      oninput: (e) => { entry.factor = e.target.value === "" ? null : Number(e.target.value); }})),
-    editable && el("button", {type: "button", text: "Disable", onclick: () => {
-      draft.weights.splice(i, 1); redraw(); }})));
-  const used = new Set(draft.weights.map((w) => w.unit));
-  const off = ofType(units, "weight").filter((u) => !used.has(u.name)).map((u) => el("div", {class: "unit", "data-unit": u.name, title: u.description},
-    el("span", {text: u.name}),
-    editable && el("button", {type: "button", text: "Enable", onclick: () => {
-      draft.weights.push({unit: u.name, factor: 1}); redraw(); }})));
-  return columns("Weights and factors", on, off);
+  const factor = (entry, i) => el("label", {}, "factor ", el("input", {type: "number", step: 1, value: entry.factor,
+    disabled: !editable, "aria-label": `${entry.unit} factor`, "data-field": `weights[${i}].factor`,
+    // Sent as typed: the API refuses a factor that is not an integer, naming it.
+    oninput: (e) => { entry.factor = e.target.value === "" ? null : Number(e.target.value); }}));
+  return kind("Weights and factors", "weight", "weights", draft, units, editable, redraw, factor,
+    (name) => ({unit: name, factor: 1}));
 }
 
 function balancer(draft, units, editable, redraw) {
