@@ -226,8 +226,27 @@ def test_reader_is_offered_no_edit(browser, console):  # noqa: F811
     assert api.get(f"/v1/schedulingpolicies/{policy['id']}").status == 200
 
 
-def test_console_needs_credentials_and_a_role(console):
-    api, _, _ = console
+def test_endpoints_and_files_over_http(console, run_console_script):
+    api, config, names = console
+    # The endpoints the pages call, over HTTP.
+    shown = api.get(f"/v1/hosts/{names[0]}", user="reader")
+    assert shown.status == 200 and shown.body["host"] == names[0]
+    assert {m["name"] for m in shown.body["metrics"]} >= {"cpu.percent",
+                                                          "memory.percent"}
+    assert api.get("/v1/hosts/nope", user="reader").status == 404
+    request = {"flavor": {"vcpus": 2, "memory_mb": 2048, "root_gb": 10},
+               "cluster": "c1"}
+    explained = api.call("POST", "/v1/explain", request, user="reader")
+    cli = _cli_choice(run_console_script, config, "--vcpus", "2", "--ram",
+                      "2048", "--disk", "10", "--cluster", "c1")
+    assert explained.body["selected"] == cli["selected"]
+    assert [(h["host"], h["filtered_by"]) for h in explained.body["hosts"]
+            ] == [(h["host"], h["filtered_by"]) for h in cli["hosts"]]
+    refused = api.call("POST", "/v1/explain", {"flavor": {}}, user="reader")
+    assert refused.status == 400
+    assert refused.message.startswith("request_spec.flavor.")
+    assert api.call("POST", "/v1/explain", request,
+                    user="nobody").status == 403
     assert api.get("/ui/", user=None).status == 401
     assert api.get("/ui/app.js", user="nobody").status == 403
     page = api.get("/ui/", user="reader")
