@@ -197,6 +197,18 @@ def test_a_stale_edit_shows_the_conflict(browser, console):  # noqa: F811
     page.click("#policy-editor button.danger")
     page.wait_for_selector("table.list")
     assert api.get(f"/v1/schedulingpolicies/{policy['id']}").status == 404
+    # A cluster, likewise.
+    page.goto("/ui/#clusters")
+    form = page.locator('form.cluster-form[data-cluster="c2"]')
+    form.wait_for()
+    assert api.call("PUT", "/v1/clusters/c2", {
+        "properties": {}}).status == 200
+    form.locator("select[name=method]").select_option("custom")
+    form.locator("input[name=custom]").fill("500")
+    form.locator("button[type=submit]").click()
+    assert "changed by someone else" in form.locator(".conflict").inner_text()
+    assert api.get("/v1/clusters/c2").body["migration"]["bandwidth"][
+        "assignment_method"] == "auto"
 
 
 def test_reader_is_offered_no_edit(browser, console):  # noqa: F811
