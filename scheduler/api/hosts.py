@@ -58,8 +58,8 @@ def _extra(host: HostState, record: dict, conf: cfg.ConfigOpts) -> dict:
 def list_hosts(ctx: Context) -> Reply:
     ctx.access.authorize(rules.READ)
     hosts = host_manager(ctx.conf).host_states()
-    now, down_after = models.utcnow(), ctx.conf.filter_scheduler\
-        .service_down_time
+    now = models.utcnow()
+    down_after = ctx.conf.filter_scheduler.service_down_time
     return Reply({"hosts": [
         _extra(host, records.host_record(host, now, down_after), ctx.conf)
         for host in hosts]})

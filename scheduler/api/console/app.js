@@ -41,7 +41,6 @@ async function start() {
   }
   document.getElementById("whoami").textContent =
     `${access.user} (${access.roles.join(", ") || "no role"})`;
-  document.body.dataset.roles = access.roles.join(" ");
   window.addEventListener("hashchange", show);
   await show();
 }

@@ -33,7 +33,7 @@ function tile(host) {
     ? `<span class="pending">${host.pending_claims} pending</span>` : "";
   const name = host.nodename === host.host ? host.host : `${host.host}/${host.nodename}`;
   const why = host.disabled_reason ? `: ${host.disabled_reason}` : "";
-  return `<div class="tile ${host.state}" data-host="${esc(host.nodename)}" title="${esc(`${name} ${host.state}${why}`)}">`
+  return `<div class="tile ${esc(host.state)}" data-host="${esc(host.nodename)}" title="${esc(`${name} ${host.state}${why}`)}">`
     + `<b>${esc(name)}</b>`
     + `<span class="bars"><i class="cpu ${heat(host.cpu_percent)}">cpu ${num(host.cpu_percent, 0)}%</i>`
     + `<i class="mem ${heat(host.memory_percent)}">mem ${num(host.memory_percent, 0)}%</i></span>`
