@@ -1,5 +1,6 @@
 """The web console's functional tests: a headless Chromium from the OS
-packages (``/usr/bin/chromium``; .ci/run installs it) driven by
+packages (``/usr/bin/chromium``, or ``SCHEDULER_TEST_CHROMIUM``; .ci/run
+installs it) driven by
 Playwright (never ``playwright install``: no browser download), a
 fleet written as the simulator writes its nodes, and the screenshots
 for docs/images (``SCHEDULER_TEST_SCREENSHOTS=1`` only, so that a test
@@ -7,7 +8,6 @@ run does not change the tree)."""
 
 import datetime
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -37,16 +37,10 @@ def require_chromium() -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    """One headless Chromium for the module's tests."""
+def launch(playwright):
+    """Headless Chromium, the OS's."""
     require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield launched
-        launched.close()
+    return playwright.chromium.launch(executable_path=CHROMIUM)
 
 
 def open_console(browser, api: api_server.Api, user: str, where: str = "",

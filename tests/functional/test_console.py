@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from scheduler.db import models
 from tests.functional import api_server
 from tests.functional.console_browser import KINDS
-from tests.functional.console_browser import browser  # noqa: F401
+from tests.functional.console_browser import launch
 from tests.functional.console_browser import open_console
 from tests.functional.console_browser import screenshot
 from tests.functional.console_browser import write_fleet
@@ -21,6 +21,18 @@ from tests.functional.processes import run_manage
 SPREAD = {"name": "spread", "filters": [{"unit": "ComputeFilter"},
                                         {"unit": "RamFilter"}],
           "weights": [{"unit": "RAMWeigher", "factor": 1}]}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for the module's tests (their pages each
+    have a context of their own)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = launch(playwright)
+        yield launched
+        launched.close()
 
 
 @pytest.fixture
@@ -67,7 +79,7 @@ def _disable(url: str, host: str) -> None:
         engine.dispose()
 
 
-def test_admin_fleet_and_explain_as_the_cli(browser, console,  # noqa: F811
+def test_admin_fleet_and_explain_as_the_cli(browser, console,
                                             run_console_script,
                                             postgresql_url):
     api, config, names = console
@@ -123,7 +135,7 @@ def test_admin_fleet_and_explain_as_the_cli(browser, console,  # noqa: F811
 
 
 def test_cluster_admin_edits_a_policy_and_the_decision_follows(
-        browser, console, run_console_script):  # noqa: F811
+        browser, console, run_console_script):
     api, config, _ = console
     created = api.call("POST", "/v1/schedulingpolicies", SPREAD)
     assert created.status == 201
@@ -174,7 +186,7 @@ def test_cluster_admin_edits_a_policy_and_the_decision_follows(
     assert cli["policy"].startswith("spread")
 
 
-def test_a_stale_edit_shows_the_conflict(browser, console):  # noqa: F811
+def test_a_stale_edit_shows_the_conflict(browser, console):
     api, _, _ = console
     policy = api.call("POST", "/v1/schedulingpolicies", SPREAD).body
     page = open_console(browser, api, "admin", f"policies/{policy['id']}")
@@ -211,7 +223,7 @@ def test_a_stale_edit_shows_the_conflict(browser, console):  # noqa: F811
         "assignment_method"] == "auto"
 
 
-def test_reader_is_offered_no_edit(browser, console):  # noqa: F811
+def test_reader_is_offered_no_edit(browser, console):
     api, _, names = console
     policy = api.call("POST", "/v1/schedulingpolicies", SPREAD).body
     page = open_console(browser, api, "reader", "fleet")
@@ -268,7 +280,7 @@ def test_endpoints_and_files_over_http(console, run_console_script):
     assert api.get("/ui/nothing.js", user="reader").status == 404
 
 
-def test_simulations_side_by_side(browser, console, run_console_script,  # noqa: F811
+def test_simulations_side_by_side(browser, console, run_console_script,
                                   write_config, tmp_path):
     api, _, _ = console
     nova = write_config({"filter_scheduler": {
