@@ -1,10 +1,9 @@
 """The web console's functional tests: a headless Chromium from the OS
 packages (``/usr/bin/chromium``, or ``SCHEDULER_TEST_CHROMIUM``; .ci/run
-installs it) driven by
-Playwright (never ``playwright install``: no browser download), a
-fleet written as the simulator writes its nodes, and the screenshots
-for docs/images (``SCHEDULER_TEST_SCREENSHOTS=1`` only, so that a test
-run does not change the tree)."""
+installs it) driven by Playwright (never ``playwright install``: no
+browser download), a fleet written as the simulator writes its nodes,
+and the screenshots for docs/images (``SCHEDULER_TEST_SCREENSHOTS=1``
+only, so that a test run does not change the tree)."""
 
 import datetime
 import os
