@@ -102,6 +102,15 @@ def test_admin_fleet_and_explain_as_the_cli(browser, console,
     clusters = page.locator("section.cluster h3").all_inner_texts()
     assert [c.split()[0] for c in clusters] == ["c1", "c2", "c3"]
     screenshot(page, "fleet")
+    # A host in full: every metric, from GET /v1/hosts/{name}.
+    page.click(f'.tile[data-host="{names[-1]}"]')
+    panel = page.wait_for_selector("#host-detail .metrics")
+    shown = {row.get_attribute("data-metric")
+             for row in panel.query_selector_all("tr[data-metric]")}
+    assert shown >= {"cpu.percent", "memory.percent"}
+    assert "(stale)" in page.inner_text("#host-detail")
+    screenshot(page, "host")
+    page.click("#host-detail .close")
     # The page refreshes itself: a node disabled now shows so.
     _disable(postgresql_url, names[0])
     page.clock.run_for(11_000)

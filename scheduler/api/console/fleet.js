@@ -6,6 +6,7 @@
 // would cost several times more at 10,000 hosts.
 import {get} from "./api.js";
 import {el, esc, num} from "./dom.js";
+import * as detail from "./hostdetail.js";
 
 const REFRESH_MS = 10000;
 const SORTS = {
@@ -74,9 +75,15 @@ export async function render(main) {
     ...Object.keys(SORTS).map((key) => el("option", {value: key, text: `sort: ${key}`})));
   const stamp = el("span", {class: "stamp"});
   const view = el("div", {id: "fleet"});
+  const panel = el("aside", {id: "host-detail", hidden: true});
+  // One listener for every tile, however many.
+  view.addEventListener("click", (event) => {
+    const tile = event.target.closest(".tile");
+    if (tile) detail.show(panel, tile.dataset.host);
+  });
   main.append(el("h2", {text: "Fleet"}), el("div", {class: "toolbar"}, query, sort, stamp),
     status, el("p", {class: "legend"}, "Colour: ", ...[0, 3, 5, 7, 9, 10].map(
-      (h) => el("i", {class: `h${h}`, text: `${h * 10}%`}))), view);
+      (h) => el("i", {class: `h${h}`, text: `${h * 10}%`})), " Click a host for its details."), panel, view);
   let hosts = [];
   const redraw = () => draw(view, hosts, query.value.trim(), sort.value);
   async function refresh() {
