@@ -83,14 +83,21 @@ class Access:
         """cluster_admin of every one of ``clusters``."""
         return ALL_CLUSTERS in self.clusters or set(clusters) <= self.clusters
 
+    def allowed(self, rule: str, target: Mapping | None = None) -> bool:
+        """Whether ``rule`` lets the caller do it (False without
+        credentials): what the console offers."""
+        if self.user is None:
+            return False
+        creds = {"user_id": self.user, "roles": sorted(self.roles)}
+        return bool(self.enforcer.authorize(rule, dict(target or {}), creds))
+
     def authorize(self, rule: str, target: Mapping | None = None) -> None:
         """401 without credentials, 403 naming the rule when denied."""
         if self.user is None:
             raise errors.ApiError(401, "credentials required",
                                   {"WWW-Authenticate": 'Basic realm="'
                                    'scheduler-api"'})
-        creds = {"user_id": self.user, "roles": sorted(self.roles)}
-        if not self.enforcer.authorize(rule, dict(target or {}), creds):
+        if not self.allowed(rule, target):
             raise errors.ApiError(
                 403, f"{self.user} may not do this: rule {rule} "
                 f"({self.enforcer.rules[rule]}) denied the roles "

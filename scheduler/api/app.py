@@ -6,7 +6,11 @@ from oslo_middleware import healthcheck
 
 from scheduler.api import access
 from scheduler.api import auth
+from scheduler.api import caller
 from scheduler.api import clusters
+from scheduler.api import console
+from scheduler.api import explain
+from scheduler.api import hosts
 from scheduler.api import permissions
 from scheduler.api import policies
 from scheduler.api import units
@@ -19,7 +23,8 @@ PUBLIC_PATHS = ("/", "/v1", "/v1/openapi.json")
 
 def router(conf: cfg.ConfigOpts) -> Router:
     routes = Router(conf, access.enforcer(conf))
-    for module in (versions, units, policies, clusters, permissions):
+    for module in (versions, units, policies, clusters, permissions, hosts,
+                   explain, caller, console):
         module.register(routes)
     return routes
 

@@ -27,7 +27,7 @@ BANDWIDTH_METHODS = ("auto", "hypervisor_default", "custom")
 MAX_BANDWIDTH_MBPS = 10_000_000
 
 
-def _names(ctx: Context) -> list[str]:
+def names(ctx: Context) -> list[str]:
     return sorted(api_sql.clusters_in_database(ctx.session)
                   | set(ctx.conf.scheduler.cluster_policies))
 
@@ -76,12 +76,12 @@ def _show(ctx: Context, name: str) -> dict:
 
 def list_clusters(ctx: Context) -> Reply:
     ctx.access.authorize(rules.READ)
-    return Reply({"clusters": [_show(ctx, n) for n in _names(ctx)]})
+    return Reply({"clusters": [_show(ctx, n) for n in names(ctx)]})
 
 
 def show_cluster(ctx: Context, name: str) -> Reply:
     ctx.access.authorize(rules.READ)
-    if name not in _names(ctx):
+    if name not in names(ctx):
         raise errors.not_found("cluster", name)
     shown = _show(ctx, name)
     return Reply(shown, etag=repo.etag(shown["version"]))
@@ -165,11 +165,15 @@ def _migration(ctx: Context, row: models.ClusterSetting,
         row.bandwidth_custom = custom if method == "custom" else None
 
 
+def attach_target(ctx: Context, name: str) -> dict[str, str]:
+    """The attach rule's target: cluster_admin of cluster ``name``."""
+    return {"manages_cluster": access.flag(ctx.access.manages([name]))}
+
+
 def update_cluster(ctx: Context, name: str) -> Reply:
     if len(name) > 255:
         raise errors.bad_request("name", "longer than 255 characters")
-    ctx.access.authorize(rules.CLUSTER_ATTACH, {
-        "manages_cluster": access.flag(ctx.access.manages([name]))})
+    ctx.access.authorize(rules.CLUSTER_ATTACH, attach_target(ctx, name))
     data = body.read_json(ctx.request)
     body.check_fields("", data, FIELDS)
     row = api_sql.cluster_setting(ctx.session, name, for_update=True)

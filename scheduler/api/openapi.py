@@ -91,6 +91,34 @@ SCHEMAS = {
                  "enum": ["admin", "cluster_admin", "reader"]},
         "cluster": {"type": "string", "default": "*"}},
         "required": ["user", "role"]},
+    "Host": {"type": "object", "description": "scheduler-manage hosts "
+             "list's record, with cpu_percent and memory_percent (the "
+             "reported cpu.percent and memory.percent, null when not "
+             "reported) and metrics_stale (older than [metrics] max_age)",
+             "properties": {
+                 "host": {"type": "string"}, "nodename": {"type": "string"},
+                 "cluster": {"type": "string", "nullable": True},
+                 "state": {"type": "string",
+                           "enum": ["up", "down", "disabled"]},
+                 "metric_age_s": {"type": "number", "nullable": True},
+                 "metrics_stale": {"type": "boolean"},
+                 "cpu_percent": {"type": "number", "nullable": True},
+                 "memory_percent": {"type": "number", "nullable": True}}},
+    "RequestSpec": {"type": "object", "description": "A request spec as "
+                    "the RPC API takes it (scheduler/schemas/"
+                    "request_spec.json)"},
+    "Explanation": {"type": "object", "description": "scheduler-manage "
+                    "explain --format json: selected, summary, warnings, "
+                    "hosts (filtered_by, reason, weight, weights), policy"},
+    "Access": {"type": "object", "properties": {
+        "user": {"type": "string"},
+        "roles": {"type": "array", "items": {"type": "string"}},
+        "clusters": {"type": "array", "items": {"type": "string"}},
+        "may": {"type": "object",
+                "additionalProperties": {"type": "boolean"}},
+        "edit_policies": {"type": "array", "items": {"type": "string"}},
+        "delete_policies": {"type": "array", "items": {"type": "string"}},
+        "attach_clusters": {"type": "array", "items": {"type": "string"}}}},
 }
 
 # (path, method, summary, rule, request schema, response)
@@ -130,6 +158,14 @@ OPERATIONS = [
      "Permission", _schema("Permission")),
     ("/v1/permissions/{id}", "delete", "Revoke a permission",
      rules.PERMISSIONS, None, None),
+    ("/v1/hosts", "get", "List the compute nodes", rules.READ, None,
+     _list("hosts", "Host")),
+    ("/v1/hosts/{name}", "get", "Show a compute node (node or host name)",
+     rules.READ, None, _schema("Host")),
+    ("/v1/explain", "post", "Explain a placement, nothing claimed",
+     rules.READ, "RequestSpec", _schema("Explanation")),
+    ("/v1/access", "get", "Who the caller is and what they may do",
+     rules.READ, None, _schema("Access")),
 ]
 for _sub in ("filters", "weights", "balances"):
     OPERATIONS += [

@@ -106,6 +106,18 @@ def create_policy(ctx: Context) -> Reply:
                  headers={"Location": f"/v1/schedulingpolicies/{row.id}"})
 
 
+def manages_policy(ctx: Context, row: models.SchedulingPolicy,
+                   clusters: list[str]) -> dict[str, str]:
+    """The edit and delete rules' target for a stored policy attached
+    to ``clusters``: cluster_admin of every one of them; attached to
+    none, its creator or a cluster_admin of all."""
+    manages = (ctx.access.manages(clusters) if clusters
+               else (row.created_by, row.created_by_domain)
+               == (ctx.access.user, ctx.access.domain)
+               or access.ALL_CLUSTERS in ctx.access.clusters)
+    return {"manages_policy": access.flag(manages)}
+
+
 def _editable(ctx: Context, policy_id: str, rule: str
               ) -> tuple[models.SchedulingPolicy, dict]:
     """The stored policy locked for update, after the rule, If-Match and
@@ -121,13 +133,7 @@ def _editable(ctx: Context, policy_id: str, rule: str
                               "POST a copy with based_on")
     shown = repo.represent_stored(ctx.conf, ctx.session, row,
                                   api_sql.cluster_policy_ids(ctx.session))
-    clusters = shown["clusters"]
-    # Attached to none: its creator's, or a cluster_admin of all's.
-    manages = (ctx.access.manages(clusters) if clusters
-               else (row.created_by, row.created_by_domain)
-               == (ctx.access.user, ctx.access.domain)
-               or access.ALL_CLUSTERS in ctx.access.clusters)
-    ctx.access.authorize(rule, {"manages_policy": access.flag(manages)})
+    ctx.access.authorize(rule, manages_policy(ctx, row, shown["clusters"]))
     repo.check_if_match(ctx.request.headers.get("If-Match"), _etag(shown))
     return row, shown
 

@@ -40,6 +40,8 @@ class Reply:
     status: int = 200
     etag: str | None = None
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: Of a body given as bytes (the console's files); else JSON.
+    content_type: str = "application/json"
 
 
 Handler = Callable[..., Reply]
@@ -127,7 +129,7 @@ class Router:
     def _response(request: webob.Request, reply: Reply) -> webob.Response:
         response = webob.Response(status=reply.status, charset=None)
         if reply.body is not None:
-            response.content_type = "application/json"
+            response.content_type = reply.content_type
             # bytes: JSON a handler keeps encoded (the cached list).
             response.body = (reply.body if isinstance(reply.body, bytes)
                              else json.dumps(reply.body).encode())

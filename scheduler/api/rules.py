@@ -27,10 +27,13 @@ RULES = [
     policy.DocumentedRuleDefault(
         READ, ANY_ROLE,
         "Read policy units, scheduling policies, clusters and migration "
-        "policies: any role.",
+        "policies, the hosts, explain a decision, and use the web "
+        "console: any role.",
         [{"method": "GET", "path": p} for p in (
             "/v1/schedulingpolicyunits", "/v1/schedulingpolicies",
-            "/v1/clusters", "/v1/migrationpolicies")]),
+            "/v1/clusters", "/v1/migrationpolicies", "/v1/hosts",
+            "/v1/access", "/ui/")]
+        + [{"method": "POST", "path": "/v1/explain"}]),
     policy.DocumentedRuleDefault(
         POLICY_CREATE, "role:admin or role:cluster_admin",
         "oVirt's CreatePolicy (and clone, based_on): admin, or "

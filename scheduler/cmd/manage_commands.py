@@ -19,12 +19,13 @@ from sqlalchemy import exc as sa_exc
 
 from scheduler import exception
 from scheduler.cmd import output
-from scheduler.common import suggest
 from scheduler.conf import cli
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import models
 from scheduler.db import schema
+from scheduler.hosts import problems
+from scheduler.hosts import records
 from scheduler.hosts.cache.manager import HostManager
 
 if TYPE_CHECKING:
@@ -61,48 +62,25 @@ def _host_states(conf: cfg.ConfigOpts
             conf.filter_scheduler.service_down_time)
 
 
-def no_host_registered(conf: cfg.ConfigOpts) -> str:
-    """What an empty fleet means and how a node joins it."""
-    return (f"no compute node is registered in "
-            f"{db_api.safe_url(conf.database.connection)}: run "
-            "compute-monitor on each compute node with this [database] "
-            "connection (docs/operator-guide.md, step 5); its first report "
-            "registers the node")
-
-
 def hosts_list(conf: cfg.ConfigOpts) -> int:
     hosts, now, down_after = _host_states(conf)
-    print(output.hosts([output.host_record(h, now, down_after)
+    print(output.hosts([records.host_record(h, now, down_after)
                         for h in hosts], conf.category.format))
     if not hosts:
-        print(f"{PROG}: note: {no_host_registered(conf)}", file=sys.stderr)
+        print(f"{PROG}: note: {problems.no_host_registered(conf)}",
+              file=sys.stderr)
     return 0
-
-
-def find_host(hosts: Sequence[HostState], name: str) -> HostState:
-    """The node named ``name``, else the only node of host ``name``;
-    raises LookupError with the one-line reason otherwise."""
-    by_node = [h for h in hosts if h.nodename == name]
-    found = by_node or [h for h in hosts if h.host == name]
-    if not found:
-        raise LookupError(f"no compute node {name!r} ({len(hosts)} known; "
-                          "see hosts list)")
-    if len(found) > 1:
-        raise LookupError(
-            f"host {name!r} has {len(found)} nodes; name one of "
-            f"{', '.join(sorted(h.nodename for h in found))}")
-    return found[0]
 
 
 def hosts_show(conf: cfg.ConfigOpts) -> int:
     """One compute node, by node name or host name, in full."""
     hosts, now, down_after = _host_states(conf)
     try:
-        host = find_host(hosts, conf.category.node)
+        host = records.find_host(hosts, conf.category.node)
     except LookupError as e:
         print(f"{PROG}: error: {e.args[0]}", file=sys.stderr)
         return 1
-    print(output.host(output.host_detail(host, now, down_after),
+    print(output.host(records.host_detail(host, now, down_after),
                       conf.category.format))
     return 0
 
@@ -128,47 +106,24 @@ def _explain_spec(conf: cfg.ConfigOpts) -> RequestSpec:
     }, scope=conf.metrics.extra_specs_scope)
 
 
-def unknown_cluster(cluster: str | None,
-                    hosts: Sequence[HostState]) -> str | None:
-    """Why ``cluster`` selects none of ``hosts`` (the whole fleet), with
-    the closest cluster name; None when it selects some."""
-    clusters = {host.cluster for host in hosts}
-    if cluster is None or cluster in clusters:
-        return None
-    known = sorted(c for c in clusters if c is not None)
-    return (f"no compute node is in cluster {cluster!r} (clusters: "
-            f"{', '.join(known) or 'none set'})"
-            f"{suggest.did_you_mean(cluster, known)}")
-
-
 def explain(conf: cfg.ConfigOpts) -> int:
     """A dry run of one placement against the database, with the filters
     and weighers of the cluster's policy; nothing claimed. An empty
     fleet or an unknown cluster is one line and status 1 instead."""
     # Here, as balance's: the engine and the policies are these two
     # commands' alone (a third of a second of CPU for the others).
-    from scheduler.engine import filter_scheduler
-    from scheduler.policies import store as policy_store
+    from scheduler.policies import explain as dry_run
 
     try:
         spec = _explain_spec(conf)
         # Stored policies (scheduler-api) included, as the service has them.
-        policy = policy_store.current_policy_set(conf).for_cluster(
-            spec.cluster)
-        scheduler = filter_scheduler.FilterScheduler(
-            conf, pipeline=None if policy is None else policy.pipeline())
-        decision = scheduler.explain(spec)
+        explained = dry_run.explain(conf, spec)
     except (exception.ConfigError, exception.InvalidRequest) as e:
         cli.config_error_exit(PROG, str(e))
-    hosts = [r.host for r in decision.results]
-    problem = (no_host_registered(conf) if not hosts
-               else unknown_cluster(spec.cluster, hosts))
+    problem, document = explained.problem, explained.document
     if problem is not None:
         print(f"{PROG}: error: {problem}", file=sys.stderr)
         return 1
-    document = decision.as_dict()
-    # As the service's explain answers: which policy decided.
-    document["policy"] = None if policy is None else policy.label
     print(output.explain(document, conf.category.format))
     if conf.category.format != "json":
         # JSON carries them; stderr is where a person looks for warnings.
@@ -196,11 +151,12 @@ def balance(conf: cfg.ConfigOpts) -> int:
     if not planned:
         # Nothing planned may mean nothing to plan on: said, as explain.
         hosts = HostManager(conf).host_states()
-        if hosts and (problem := unknown_cluster(args.cluster, hosts)):
+        if hosts and (problem := problems.unknown_cluster(args.cluster,
+                                                         hosts)):
             print(f"{PROG}: error: {problem}", file=sys.stderr)
             return 1
         if not hosts:
-            print(f"{PROG}: note: {no_host_registered(conf)}",
+            print(f"{PROG}: note: {problems.no_host_registered(conf)}",
                   file=sys.stderr)
     print(output.migrations([m.as_dict() for m in planned], args.format,
                             args.dry_run))

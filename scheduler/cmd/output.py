@@ -1,22 +1,18 @@
 """Rendering of CLI results as a text table, JSON or CSV.
 
-Host records are built from ``HostState`` objects here so that the
-renderers can be tested on fixed host states without a database.
+Host records are built from ``HostState`` objects by
+``scheduler.hosts.records`` (which the API's /v1/hosts shares), so
+that the renderers can be tested on fixed host states without a
+database.
 """
 
 import csv
-import datetime
 import io
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from scheduler.common import text_table
-
-if TYPE_CHECKING:
-    # Annotations only: the host states import NumPy, which the parser
-    # (every command's --format choices) would import with them.
-    from scheduler.hosts import state as hm
+from scheduler.hosts.records import HOST_FIELDS
 
 FORMATS = ("table", "json", "csv")
 
@@ -26,15 +22,6 @@ ALTERNATE = "alt"
 #: The explain table's policy line when no cluster policy applies.
 NO_POLICY = ("none (the [filter_scheduler] filters and weighers, "
              "[scheduler] default_policy unset)")
-
-#: Keys of a ``hosts list`` record, in column order (JSON and CSV).
-HOST_FIELDS = (
-    "host", "nodename", "cluster", "availability_zone",
-    "vcpus_free", "vcpus_total", "ram_mb_free", "ram_mb_total",
-    "disk_gb_free", "disk_gb_total", "pending_claims", "pending_vcpus",
-    "pending_ram_mb",
-    "instances", "metrics", "metric_age_s", "state", "disabled_reason")
-
 
 def _cell(value) -> str:
     if value is None:
@@ -78,78 +65,6 @@ def render(columns: Sequence[str], rows: Sequence[Sequence], fmt: str,
     if fmt == "csv":
         return _csv(columns, rows)
     return table(columns, rows)
-
-
-def _age(now: datetime.datetime,
-         then: datetime.datetime | None) -> float | None:
-    return None if then is None else round((now - then).total_seconds(), 1)
-
-
-def host_state(host: "hm.HostState", now: datetime.datetime,
-               down_after: float) -> str:
-    """``disabled``, ``down`` (no heartbeat for more than ``down_after``
-    seconds, ``[filter_scheduler] service_down_time``) or ``up``."""
-    if host.disabled:
-        return "disabled"
-    if host.updated_at is None or \
-            (now - host.updated_at).total_seconds() > down_after:
-        return "down"
-    return "up"
-
-
-def host_record(host: "hm.HostState", now: datetime.datetime,
-                down_after: float) -> dict:
-    """One ``hosts list`` row, keyed by ``HOST_FIELDS``."""
-    return {
-        "host": host.host, "nodename": host.nodename,
-        "cluster": host.cluster,
-        "availability_zone": host.availability_zone,
-        "vcpus_free": host.free_vcpus,
-        "vcpus_total": host.vcpus * host.cpu_allocation_ratio,
-        "ram_mb_free": host.free_ram_mb,
-        "ram_mb_total": host.memory_mb * host.ram_allocation_ratio,
-        "disk_gb_free": host.free_disk_gb,
-        "disk_gb_total": host.local_disk_limit_gb,
-        "pending_claims": host.claims_pending,
-        "pending_vcpus": host.vcpus_pending,
-        "pending_ram_mb": host.memory_mb_pending,
-        "instances": host.num_instances, "metrics": len(host.metrics),
-        "metric_age_s": _age(now, host.metrics_updated_at),
-        "state": host_state(host, now, down_after),
-        "disabled_reason": host.disabled_reason if host.disabled else None,
-    }
-
-
-def _metric_records(host: "hm.HostState",
-                    now: datetime.datetime) -> list[dict]:
-    records = []
-    for name, metric in sorted(host.metrics.items()):
-        adjusted = host.metric_since(name, None)
-        records.append({
-            "name": name, "value": metric.value,
-            # Only where pending claims move it: one value is clearer.
-            "adjusted": None if adjusted == metric.value else adjusted,
-            "age_s": _age(now, metric.timestamp),
-            "source": metric.source,
-        })
-    return records
-
-
-def host_detail(host: "hm.HostState", now: datetime.datetime,
-                down_after: float) -> dict:
-    """The ``hosts show`` document: the ``hosts list`` record plus every
-    metric (value, pending-adjusted value where it differs, age,
-    source), the malformed ones, cpu_info, networks, instances and
-    server groups."""
-    return {
-        **host_record(host, now, down_after),
-        "metrics": _metric_records(host, now),
-        "bad_metrics": sorted(host.bad_metrics),
-        "cpu_info": host.cpu_info,
-        "networks": sorted(host.networks),
-        "instances": sorted(host.instances),
-        "server_groups": sorted(host.instance_groups),
-    }
 
 
 def _state_cell(record: dict) -> str:

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from scheduler.cmd import manage_commands
 from scheduler.cmd import output
 from scheduler.engine import filter_scheduler
+from scheduler.hosts import records as host_records
 from scheduler.hosts import state as hm
 
 NOW = datetime.datetime(2026, 1, 1, 12, 0, 0)
@@ -49,7 +49,7 @@ def fleet() -> list[hm.HostState]:
 
 
 def records() -> list[dict]:
-    return [output.host_record(h, NOW, DOWN_AFTER) for h in fleet()]
+    return [host_records.host_record(h, NOW, DOWN_AFTER) for h in fleet()]
 
 
 def test_host_record_fields():
@@ -97,7 +97,7 @@ def test_hosts_json_and_csv_carry_every_field():
 
 
 def detail() -> dict:
-    return output.host_detail(fleet()[0], NOW, DOWN_AFTER)
+    return host_records.host_detail(fleet()[0], NOW, DOWN_AFTER)
 
 
 def test_host_detail_metrics_and_lists():
@@ -270,16 +270,16 @@ def test_hosts_show_finds_a_node_by_node_or_single_host_name():
     twin = hm.HostState(node_id=5, uuid="u5", host="idle",
                         nodename="idle-2")
     hosts = [busy, idle, off, twin]
-    assert manage_commands.find_host(hosts, "busy.node") is busy
-    assert manage_commands.find_host(hosts, "busy") is busy
+    assert host_records.find_host(hosts, "busy.node") is busy
+    assert host_records.find_host(hosts, "busy") is busy
     # A node name wins over the host name it shares.
-    assert manage_commands.find_host(hosts, "idle") is idle
-    assert manage_commands.find_host(hosts, "idle-2") is twin
+    assert host_records.find_host(hosts, "idle") is idle
+    assert host_records.find_host(hosts, "idle-2") is twin
     with pytest.raises(LookupError, match="no compute node 'nope' "
                        r"\(4 known"):
-        manage_commands.find_host(hosts, "nope")
+        host_records.find_host(hosts, "nope")
     twin.nodename = "idle-b"
     idle.nodename = "idle-a"
     with pytest.raises(LookupError, match="host 'idle' has 2 nodes; name "
                        "one of idle-a, idle-b"):
-        manage_commands.find_host(hosts, "idle")
+        host_records.find_host(hosts, "idle")
