@@ -110,9 +110,13 @@ class MigrationStore:
                 connection, migration_uuid, RUNNING, models.utcnow(),
                 only_from=PLANNED)
 
-    def finish(self, migration_uuid: str, state: str) -> bool:
+    def finish(self, migration_uuid: str, state: str,
+               reason: str | None = None, only_from: str | None = None,
+               agent: str | None = None) -> bool:
         """End an active migration in ``state`` (completed, failed or
-        cancelled); False when it was not active.
+        cancelled), recording ``reason``; False when it was not active
+        (or not in ``only_from``, or not held by ``agent``, when given:
+        a migration agent ends only the moves whose lease it holds).
 
         completed: the instance's source claim is deleted and the
         destination claim passes to the instance. Otherwise the
@@ -123,11 +127,13 @@ class MigrationStore:
             raise ValueError(f"{state!r} does not end a migration")
         now = models.utcnow()
         with write_transaction(self.engine) as connection:
-            row = migration_sql.active_one(connection, migration_uuid)
+            row = migration_sql.active_one(connection, migration_uuid,
+                                           only_from, agent)
             if row is None:
                 return False
             migration_sql.move_claims(connection, row, state == COMPLETED,
                                       now)
+            extra = {"progress": 100} if state == COMPLETED else {}
             migration_sql.change_state(connection, migration_uuid, state,
-                                       now)
+                                       now, reason=reason, **extra)
         return True
