@@ -177,9 +177,9 @@ class Mover:
 
     def _apply(self, action: migration_policies.Action) -> None:
         name = action.action
-        LOG.info("Migration of %s: %s %s after %d stalled iterations",
-                 self.domain.UUIDString(), name,
-                 " ".join(map(str, action.params)), self._stalled)
+        LOG.info("Migration of %s: %s after %d stalled iterations",
+                 self.domain.UUIDString(),
+                 " ".join([name, *map(str, action.params)]), self._stalled)
         if name == migration_policies.SET_DOWNTIME:
             self._call(self.domain.migrateSetMaxDowntime, action.params[0],
                        0)
@@ -187,8 +187,8 @@ class Mover:
             self._call(self.domain.migrateStartPostCopy, 0)
         elif name == migration_policies.ABORT:
             self._stop(Outcome(
-                FAILED, f"aborted by migration policy {self.policy.id}: "
-                f"stalled {self._stalled} iterations"))
+                FAILED, f"aborted by migration policy {self.policy.id} "
+                f"at stalled iteration {self._stalled}"))
 
     def _stop(self, outcome: Outcome) -> None:
         self._stopped = outcome

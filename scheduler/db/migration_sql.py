@@ -108,3 +108,16 @@ def move_claims(connection: sa.Connection, row: sa.Row, completed: bool,
             instance_uuid=row.instance_uuid, created_at=now))
     else:
         connection.execute(ALLOCATIONS.delete().where(destination))
+
+
+def listing(connection: sa.Connection, state: str | None = None,
+            migration_uuid: str | None = None) -> list[sa.RowMapping]:
+    """Every column of the migrations (in ``state``, or the one
+    ``migration_uuid``), newest first."""
+    query = sa.select(MIGRATIONS).order_by(MIGRATIONS.c.created_at.desc(),
+                                           MIGRATIONS.c.id.desc())
+    if state is not None:
+        query = query.where(MIGRATIONS.c.state == state)
+    if migration_uuid is not None:
+        query = query.where(MIGRATIONS.c.uuid == migration_uuid)
+    return list(connection.execute(query).mappings())

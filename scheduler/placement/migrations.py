@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from oslo_config import cfg
 
 from scheduler.db import api as db_api
+from scheduler.db import migration_agent_sql
 from scheduler.db import migration_sql
 from scheduler.db import models
 from scheduler.db.claim_sql import write_transaction
@@ -137,3 +138,23 @@ class MigrationStore:
             migration_sql.change_state(connection, migration_uuid, state,
                                        now, reason=reason, **extra)
         return True
+
+    def rows(self, state: str | None = None,
+             migration_uuid: str | None = None) -> list[dict]:
+        """The migrations as stored (every column), newest first."""
+        with self.engine.connect() as connection:
+            return [dict(row) for row in migration_sql.listing(
+                connection, state, migration_uuid)]
+
+    def cancel(self, migration_uuid: str, reason: str) -> str | None:
+        """Cancel a move: a planned one ends cancelled, its destination
+        claim released; a running one is flagged for its agent to abort
+        (it then ends cancelled). The state the move was in, None when it
+        was neither planned nor running."""
+        if self.finish(migration_uuid, CANCELLED, reason, only_from=PLANNED):
+            return PLANNED
+        with self.engine.begin() as connection:
+            if migration_agent_sql.request_cancel(
+                    connection, migration_uuid, models.utcnow()):
+                return RUNNING
+        return None

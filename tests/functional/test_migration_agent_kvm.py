@@ -220,8 +220,8 @@ def test_a_policy_aborting_on_stall_fails_the_move_source_intact(
             {"policies_file": policies, "bandwidth": 80}))
     row = ended(engine, migration)
     assert row["state"] == "failed", agent.stderr
-    assert row["reason"] == ("aborted by migration policy abort_on_stall: "
-                             "stalled 1 iterations")
+    assert row["reason"] == ("aborted by migration policy abort_on_stall "
+                             "at stalled iteration 1")
     _, _, nodes = hypervisors
     assert instance in nodes[SOURCE].running()
     assert instance not in nodes[DEST].running()
