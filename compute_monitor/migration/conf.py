@@ -99,4 +99,5 @@ def host_uri(template: str, host: str) -> str:
 
 
 def list_opts() -> list:
-    return [(_group(), agent_opts)]
+    """[migration_agent], and [migration] which the agent reads too."""
+    return [(_group(), agent_opts), *migration_conf.list_opts().items()]
