@@ -13,6 +13,7 @@ both nodes' libvirt through [migration_agent] destination_uri:
 The claims follow the outcome, as for any move.
 """
 
+import time
 import types
 
 from oslo_config import cfg
@@ -28,7 +29,9 @@ LOG = logging.getLogger(__name__)
 def reap(conf: cfg.ConfigOpts, libvirt: types.ModuleType,
          store: store_mod.AgentStore) -> None:
     for row in store.expired():
-        if not store.steal(row):
+        # Its own moves are alive in its threads, however late a
+        # heartbeat of theirs came.
+        if row.agent == store.agent or not store.steal(row):
             continue
         LOG.warning("Migration %s: its agent %s sent no heartbeat for %d s; "
                     "%s takes it over", row.uuid, row.agent,
@@ -48,15 +51,28 @@ def _outcome(conf: cfg.ConfigOpts, libvirt: types.ModuleType,
         return mover_mod.COMPLETED, "the instance runs on the destination"
     source = _domain(libvirt, template, row.source_host, row.instance_uuid)
     if source is not None and source.isActive():
-        if source.jobInfo()[0] != libvirt.VIR_DOMAIN_JOB_NONE:
-            try:
-                source.abortJob()
-            except libvirt.libvirtError as e:
-                LOG.warning("Migration %s: abort of the unsteered job "
-                            "failed: %s", row.uuid, e)
+        _abort(conf, libvirt, source, row.uuid)
         return mover_mod.FAILED, "the instance is still on the source"
     return mover_mod.FAILED, ("the instance was found running on neither "
                               "node")
+
+
+def _abort(conf: cfg.ConfigOpts, libvirt: types.ModuleType, domain,
+           migration_uuid: str) -> None:
+    """Abort the migration job libvirt may still run unsteered, and wait
+    (up to a lease) until it is over: until then the destination still
+    holds the incoming guest."""
+    deadline = time.monotonic() + conf.migration_agent.lease
+    try:
+        if domain.jobInfo()[0] == libvirt.VIR_DOMAIN_JOB_NONE:
+            return
+        domain.abortJob()
+        while (domain.jobInfo()[0] != libvirt.VIR_DOMAIN_JOB_NONE
+               and time.monotonic() < deadline):
+            time.sleep(conf.migration_agent.poll_interval)
+    except libvirt.libvirtError as e:
+        LOG.warning("Migration %s: abort of the unsteered job failed: %s",
+                    migration_uuid, e)
 
 
 def _domain(libvirt: types.ModuleType, template: str, host: str,

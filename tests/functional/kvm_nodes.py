@@ -147,6 +147,7 @@ class LibvirtNode:
         self.root = root / name
         self.host_uuid = str(uuid.uuid4())
         self.process: subprocess.Popen | None = None
+        self._terminated = False
 
     @property
     def uri(self) -> str:
@@ -218,22 +219,36 @@ class LibvirtNode:
         finally:
             connection.close()
 
-    def close(self) -> None:
-        """Destroy the guests, stop the daemon, kill leftovers by PID."""
-        if self.process is None:
-            return
-        with contextlib.suppress(Exception):
+    def destroy_guests(self) -> None:
+        import libvirt
+
+        with contextlib.suppress(libvirt.libvirtError):
             connection = self.connect()
             for domain in connection.listAllDomains():
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(libvirt.libvirtError):
                     domain.destroy()
             connection.close()
+
+    def terminate(self) -> None:
+        """Destroy the guests, kill leftovers by PID, SIGTERM the daemon
+        (``close`` waits for it: several nodes stop at once)."""
+        if self.process is None:
+            return
+        self.destroy_guests()
         for pid_file in glob.glob(f"{self.root}/run/qemu/*.pid"):
             with contextlib.suppress(OSError, ValueError):
                 private_servers._kill_ours(
                     int(Path(pid_file).read_text()), str(self.root.parent))
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.process.pid, signal.SIGTERM)
+        self._terminated = True
+
+    def close(self) -> None:
+        """``terminate``, then wait; SIGKILL after 10 s."""
+        if self.process is None:
+            return
+        if not self._terminated:
+            self.terminate()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -56,23 +56,36 @@ def hypervisors(tmp_path_factory):
         yield root, initrd, nodes
     finally:
         for node in nodes.values():
+            node.terminate()
+        for node in nodes.values():
             node.close()
 
 
-def boot(hypervisors, name: str, dirty_mib: int = 0) -> str:
+@pytest.fixture
+def boot(hypervisors):
+    """Boots a guest on h0: ``boot(name, dirty_mib=0)`` -> its uuid. The
+    test's guests are destroyed after it, wherever they are (a guest
+    dirtying memory keeps a CPU busy)."""
     root, initrd, nodes = hypervisors
-    instance = str(uuid.uuid4())
-    connection = nodes[SOURCE].connect()
-    try:
-        connection.createXML(kvm_nodes.guest_xml(
-            name, instance, initrd, root / f"{name}.console", dirty_mib), 0)
-    finally:
-        connection.close()
-    return instance
+
+    def start(name: str, dirty_mib: int = 0) -> str:
+        instance = str(uuid.uuid4())
+        connection = nodes[SOURCE].connect()
+        try:
+            connection.createXML(kvm_nodes.guest_xml(
+                name, instance, initrd, root / f"{name}.console",
+                dirty_mib), 0)
+        finally:
+            connection.close()
+        return instance
+
+    yield start
+    for node in nodes.values():
+        node.destroy_guests()
 
 
 def agent_config(write_config, hypervisors, url: str,
-                 migration: dict | None = None):
+                 migration: dict | None = None, lease: int = 10):
     root, _, nodes = hypervisors
     return write_config({
         "DEFAULT": {"host": SOURCE},
@@ -84,7 +97,7 @@ def agent_config(write_config, hypervisors, url: str,
                 f"qemu+unix:///system?socket={root}/{{host}}/sock/"
                 "libvirt-sock",
             "migration_uri": "tcp://127.0.0.1",
-            "poll_interval": 0.3, "lease": 10}},
+            "poll_interval": 0.3, "lease": lease}},
         name="agent.conf")
 
 
@@ -132,16 +145,16 @@ def plan(connection, instance: str, ids: dict[str, int],
     return migration
 
 
+def stored(engine, migration: str):
+    with engine.connect() as connection:
+        return connection.execute(sa.select(MIGRATIONS).where(
+            MIGRATIONS.c.uuid == migration)).mappings().one()
+
+
 def ended(engine, migration: str):
-    def check():
-        with engine.connect() as connection:
-            row = connection.execute(sa.select(MIGRATIONS).where(
-                MIGRATIONS.c.uuid == migration)).mappings().one()
-        return row if row["state"] not in ("planned", "running") else None
-    found = []
-    kvm_nodes.wait_for(f"migration {migration} ends",
-                       lambda: found.append(check()) or found[-1])
-    return found[-1]
+    kvm_nodes.wait_for(f"migration {migration} ends", lambda: stored(
+        engine, migration)["state"] not in ("planned", "running"))
+    return stored(engine, migration)
 
 
 def claims_of(engine, consumer: str) -> list[int]:
@@ -152,11 +165,11 @@ def claims_of(engine, consumer: str) -> list[int]:
 
 
 def test_a_balancer_planned_move_is_carried_out(
-        hypervisors, postgresql_url, write_config, tmp_path,
+        hypervisors, boot, postgresql_url, write_config, tmp_path,
         run_console_script, start_console_script):
     engine = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
     schema.db_sync(engine)
-    instance = boot(hypervisors, "planned-by-balancer")
+    instance = boot("planned-by-balancer")
     ids = register(run_console_script, write_config, tmp_path,
                    postgresql_url, {SOURCE: 83.0, DEST: 40.0})
     now = models.utcnow()
@@ -200,13 +213,13 @@ def test_a_balancer_planned_move_is_carried_out(
 
 
 def test_a_policy_aborting_on_stall_fails_the_move_source_intact(
-        hypervisors, postgresql_url, write_config, tmp_path,
+        hypervisors, boot, postgresql_url, write_config, tmp_path,
         run_console_script, start_console_script):
     engine = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
     schema.db_sync(engine)
-    # 48 MiB rewritten in a loop, sent at 80 Mbps with 1 ms of downtime:
+    # 48 MiB rewritten in a loop, sent at 400 Mbps with 1 ms of downtime:
     # every pass leaves more dirty pages than the downtime allows.
-    instance = boot(hypervisors, "dirtier", dirty_mib=48)
+    instance = boot("dirtier", dirty_mib=48)
     ids = register(run_console_script, write_config, tmp_path,
                    postgresql_url, {SOURCE: 50.0, DEST: 50.0})
     with engine.begin() as connection:
@@ -217,7 +230,7 @@ def test_a_policy_aborting_on_stall_fails_the_move_source_intact(
     agent = start_console_script(
         "migration-agent", config_file=agent_config(
             write_config, hypervisors, postgresql_url,
-            {"policies_file": policies, "bandwidth": 80}))
+            {"policies_file": policies, "bandwidth": 400}))
     row = ended(engine, migration)
     assert row["state"] == "failed", agent.stderr
     assert row["reason"] == ("aborted by migration policy abort_on_stall "
@@ -231,11 +244,11 @@ def test_a_policy_aborting_on_stall_fails_the_move_source_intact(
 
 
 def test_two_agents_keep_max_incoming_one_and_take_each_move_once(
-        hypervisors, postgresql_url, write_config, tmp_path,
+        hypervisors, boot, postgresql_url, write_config, tmp_path,
         run_console_script, start_console_script):
     engine = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
     schema.db_sync(engine)
-    instances = [boot(hypervisors, f"pair-{n}") for n in range(2)]
+    instances = [boot(f"pair-{n}") for n in range(2)]
     ids = register(run_console_script, write_config, tmp_path,
                    postgresql_url, {SOURCE: 50.0, DEST: 50.0})
     with engine.begin() as connection:
@@ -261,4 +274,37 @@ def test_two_agents_keep_max_incoming_one_and_take_each_move_once(
     assert set(instances) <= nodes[DEST].running()
     for instance in instances:
         assert claims_of(engine, instance) == [ids[DEST]]
+    engine.dispose()
+
+
+def test_a_dead_agents_move_is_taken_over_and_ended_by_where_it_runs(
+        hypervisors, boot, postgresql_url, write_config, tmp_path,
+        run_console_script, start_console_script):
+    engine = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
+    schema.db_sync(engine)
+    # At 40 Mbps with 48 MiB dirtied in a loop, and the legacy policy
+    # (no schedule): the move would never end by itself.
+    instance = boot("orphan", dirty_mib=48)
+    ids = register(run_console_script, write_config, tmp_path,
+                   postgresql_url, {SOURCE: 50.0, DEST: 50.0})
+    with engine.begin() as connection:
+        claim(connection, instance, ids[SOURCE])
+        migration = plan(connection, instance, ids, "legacy")
+    config = agent_config(write_config, hypervisors, postgresql_url,
+                          {"bandwidth": 40}, lease=3)
+    doomed = start_console_script("migration-agent", config_file=config)
+    kvm_nodes.wait_for("the move makes progress", lambda: (
+        stored(engine, migration)["progress"] or 0) > 0)
+    doomed.popen.kill()
+    doomed.popen.wait()
+    heir = start_console_script("migration-agent", config_file=config)
+    row = ended(engine, migration)
+    assert (row["state"], row["reason"]) == (
+        "failed", f"agent h0:{doomed.popen.pid} lost its lease; the "
+        "instance is still on the source"), heir.stderr
+    _, _, nodes = hypervisors
+    assert instance in nodes[SOURCE].running()
+    assert instance not in nodes[DEST].running()
+    assert claims_of(engine, instance) == [ids[SOURCE]]
+    assert claims_of(engine, migration) == []
     engine.dispose()

@@ -93,6 +93,7 @@ class Domain:
     def abortJob(self) -> None:  # noqa: N802 - libvirt's name
         self.calls.append(("abortJob",))
         self.aborted = True
+        self.job = 0
         self._ended.set()
 
     def migrateSetMaxDowntime(self, ms, flags):  # noqa: N802
