@@ -22,6 +22,7 @@ import sqlalchemy as sa
 
 from scheduler.db import models
 from scheduler.db import schema
+from tests import fakes
 from tests.functional import kvm_nodes
 from tests.functional import private_servers
 from tests.libvirt_support import require_libvirt
@@ -70,13 +71,17 @@ def boot(hypervisors):
 
     def start(name: str, dirty_mib: int = 0) -> str:
         instance = str(uuid.uuid4())
+        console = root / f"{name}.console"
         connection = nodes[SOURCE].connect()
         try:
             connection.createXML(kvm_nodes.guest_xml(
-                name, instance, initrd, root / f"{name}.console",
-                dirty_mib), 0)
+                name, instance, initrd, console, dirty_mib), 0)
         finally:
             connection.close()
+        if dirty_mib:
+            # Its init starts the dirtier just before it says so.
+            kvm_nodes.wait_for(f"guest {name} boots", lambda: console.exists()
+                               and "GUEST-UP" in console.read_text())
         return instance
 
     yield start
@@ -119,6 +124,14 @@ def register(run_console_script, write_config, tmp_path, url: str,
         assert result.returncode == 0, result.stderr
         ids[host] = json.loads(result.stdout)["id"]
     return ids
+
+
+def nodes_of(engine) -> dict[str, int]:
+    """h0 and h1 as their compute-monitor registers them (the tests that
+    do not need the balancer skip the processes)."""
+    return {host: fakes.add_node(engine, host, vcpus=16, memory_mb=65536,
+                                 hypervisor_hostname=host)
+            for host in (SOURCE, DEST)}
 
 
 def claim(connection, instance: str, node_id: int) -> str:
@@ -214,14 +227,13 @@ def test_a_balancer_planned_move_is_carried_out(
 
 def test_a_policy_aborting_on_stall_fails_the_move_source_intact(
         hypervisors, boot, postgresql_url, write_config, tmp_path,
-        run_console_script, start_console_script):
+        start_console_script):
     engine = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
     schema.db_sync(engine)
     # 48 MiB rewritten in a loop, sent at 400 Mbps with 1 ms of downtime:
     # every pass leaves more dirty pages than the downtime allows.
     instance = boot("dirtier", dirty_mib=48)
-    ids = register(run_console_script, write_config, tmp_path,
-                   postgresql_url, {SOURCE: 50.0, DEST: 50.0})
+    ids = nodes_of(engine)
     with engine.begin() as connection:
         claim(connection, instance, ids[SOURCE])
         migration = plan(connection, instance, ids, ABORT_ON_STALL["id"])
@@ -233,8 +245,10 @@ def test_a_policy_aborting_on_stall_fails_the_move_source_intact(
             {"policies_file": policies, "bandwidth": 400}))
     row = ended(engine, migration)
     assert row["state"] == "failed", agent.stderr
-    assert row["reason"] == ("aborted by migration policy abort_on_stall "
-                             "at stalled iteration 1")
+    # The first stalled iteration libvirt reports (a fast pass may be
+    # over between two polls).
+    assert row["reason"].startswith(
+        "aborted by migration policy abort_on_stall at stalled iteration ")
     _, _, nodes = hypervisors
     assert instance in nodes[SOURCE].running()
     assert instance not in nodes[DEST].running()
@@ -244,13 +258,12 @@ def test_a_policy_aborting_on_stall_fails_the_move_source_intact(
 
 
 def test_two_agents_keep_max_incoming_one_and_take_each_move_once(
-        hypervisors, boot, postgresql_url, write_config, tmp_path,
-        run_console_script, start_console_script):
+        hypervisors, boot, postgresql_url, write_config,
+        start_console_script):
     engine = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
     schema.db_sync(engine)
     instances = [boot(f"pair-{n}") for n in range(2)]
-    ids = register(run_console_script, write_config, tmp_path,
-                   postgresql_url, {SOURCE: 50.0, DEST: 50.0})
+    ids = nodes_of(engine)
     with engine.begin() as connection:
         moves = []
         for instance in instances:
@@ -278,15 +291,14 @@ def test_two_agents_keep_max_incoming_one_and_take_each_move_once(
 
 
 def test_a_dead_agents_move_is_taken_over_and_ended_by_where_it_runs(
-        hypervisors, boot, postgresql_url, write_config, tmp_path,
-        run_console_script, start_console_script):
+        hypervisors, boot, postgresql_url, write_config,
+        start_console_script):
     engine = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
     schema.db_sync(engine)
     # At 40 Mbps with 48 MiB dirtied in a loop, and the legacy policy
     # (no schedule): the move would never end by itself.
     instance = boot("orphan", dirty_mib=48)
-    ids = register(run_console_script, write_config, tmp_path,
-                   postgresql_url, {SOURCE: 50.0, DEST: 50.0})
+    ids = nodes_of(engine)
     with engine.begin() as connection:
         claim(connection, instance, ids[SOURCE])
         migration = plan(connection, instance, ids, "legacy")
