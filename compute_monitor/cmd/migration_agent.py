@@ -1,6 +1,5 @@
 """``migration-agent``: carries out the moves planned out of this node."""
 
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -13,7 +12,6 @@ from compute_monitor.monitors import libvirt_domains
 from scheduler.cmd import common
 from scheduler.conf import cli
 from scheduler.db import api as db_api
-from scheduler.policies.migration import policies as migration_policies
 
 CONF = cfg.CONF
 PROG = "migration-agent"
@@ -31,9 +29,9 @@ LOG = logging.getLogger(__name__)
 
 
 def _validate(conf: cfg.ConfigOpts) -> None:
+    # [migration] policies_file is checked with every option, before.
     db_api.validate_connection_url(conf.database.connection)
     agent_conf.validate(conf)
-    migration_policies.load_migration_policies(conf)
 
 
 @cli.quiet_when_output_closes
@@ -46,14 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except libvirt_domains.LibvirtUnavailable as e:
         cli.config_error_exit(PROG, str(e))
     agent = agent_mod.MigrationAgent(CONF, libvirt)
-
-    def on_signal(signum: int, _frame: object) -> None:
-        LOG.info("Caught %s, stopping after the running moves",
-                 signal.Signals(signum).name)
-        agent.stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    common.stop_on_signals(agent.stop, LOG,
+                           "stopping after the running moves")
     LOG.info("Carrying out the moves planned out of %s, every %s s",
              agent_mod.hypervisor_hostname(CONF),
              CONF.migration_agent.poll_interval)

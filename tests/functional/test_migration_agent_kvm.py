@@ -158,6 +158,19 @@ def plan(connection, instance: str, ids: dict[str, int],
     return migration
 
 
+def dirtier_move(engine, boot, policy: str) -> tuple[str, dict, str]:
+    """The schema, h0 and h1, a guest dirtying 48 MiB on h0 with its
+    claim, and its move to h1 planned under ``policy``: (instance, node
+    ids, migration)."""
+    schema.db_sync(engine)
+    instance = boot(f"dirtier-{policy}", dirty_mib=48)
+    ids = nodes_of(engine)
+    with engine.begin() as connection:
+        claim(connection, instance, ids[SOURCE])
+        migration = plan(connection, instance, ids, policy)
+    return instance, ids, migration
+
+
 def stored(engine, migration: str):
     with engine.connect() as connection:
         return connection.execute(sa.select(MIGRATIONS).where(
@@ -229,14 +242,10 @@ def test_a_policy_aborting_on_stall_fails_the_move_source_intact(
         hypervisors, boot, postgresql_url, write_config, tmp_path,
         start_console_script):
     engine = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
-    schema.db_sync(engine)
     # 48 MiB rewritten in a loop, sent at 400 Mbps with 1 ms of downtime:
     # every pass leaves more dirty pages than the downtime allows.
-    instance = boot("dirtier", dirty_mib=48)
-    ids = nodes_of(engine)
-    with engine.begin() as connection:
-        claim(connection, instance, ids[SOURCE])
-        migration = plan(connection, instance, ids, ABORT_ON_STALL["id"])
+    instance, ids, migration = dirtier_move(engine, boot,
+                                            ABORT_ON_STALL["id"])
     policies = tmp_path / "policies.json"
     policies.write_text(json.dumps([ABORT_ON_STALL]))
     agent = start_console_script(
@@ -294,14 +303,9 @@ def test_a_dead_agents_move_is_taken_over_and_ended_by_where_it_runs(
         hypervisors, boot, postgresql_url, write_config,
         start_console_script):
     engine = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
-    schema.db_sync(engine)
     # At 40 Mbps with 48 MiB dirtied in a loop, and the legacy policy
     # (no schedule): the move would never end by itself.
-    instance = boot("orphan", dirty_mib=48)
-    ids = nodes_of(engine)
-    with engine.begin() as connection:
-        claim(connection, instance, ids[SOURCE])
-        migration = plan(connection, instance, ids, "legacy")
+    instance, ids, migration = dirtier_move(engine, boot, "legacy")
     config = agent_config(write_config, hypervisors, postgresql_url,
                           {"bandwidth": 40}, lease=3)
     doomed = start_console_script("migration-agent", config_file=config)

@@ -9,14 +9,11 @@ from scheduler.db import schema
 
 
 @pytest.fixture
-def agent_config(tmp_path) -> cfg.ConfigOpts:
+def agent_config(monitor_config) -> cfg.ConfigOpts:
     """The agent's options on a fresh SQLite database with the schema;
     this node is h0."""
-    conf = cfg.ConfigOpts()
+    conf = monitor_config
     agent_conf.register_opts(conf)
-    conf([], project="compute_monitor")
-    conf.set_override("connection", f"sqlite:///{tmp_path}/agent.sqlite",
-                      group="database")
     conf.set_override("host", "h0")
     conf.set_override("hypervisor_hostname", "h0.example.org",
                       group="compute_monitor")
@@ -26,5 +23,4 @@ def agent_config(tmp_path) -> cfg.ConfigOpts:
                       group="migration_agent")
     conf.set_override("poll_interval", 0.1, group="migration_agent")
     schema.db_sync(db_api.get_engine(conf))
-    yield conf
-    db_api.dispose_engines()
+    return conf
