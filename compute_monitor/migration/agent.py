@@ -53,6 +53,8 @@ class MigrationAgent:
         self._stop = threading.Event()
         self._threads: dict[str, threading.Thread] = {}
         self._node_id: int | None = None
+        # Said once, not every poll, while the node is not registered.
+        self._warned = False
 
     def stop(self) -> None:
         self._stop.set()
@@ -99,10 +101,11 @@ class MigrationAgent:
         if self._node_id is None:
             self._node_id = self.store.node_id(self.conf.host,
                                                hypervisor_hostname(self.conf))
-            if self._node_id is None:
+            if self._node_id is None and not self._warned:
                 LOG.warning("No compute node %s (host %s) in the database "
                             "yet: start its compute-monitor",
                             hypervisor_hostname(self.conf), self.conf.host)
+                self._warned = True
         return self._node_id
 
     def _fail_planned(self, row, reason: str) -> None:

@@ -171,6 +171,17 @@ def dirtier_move(engine, boot, policy: str) -> tuple[str, dict, str]:
     return instance, ids, migration
 
 
+def stayed(hypervisors, engine, instance: str, ids: dict,
+           migration: str) -> None:
+    """A failed move left the instance where it was: running on h0 only,
+    its claim there, the destination claim released."""
+    _, _, nodes = hypervisors
+    assert instance in nodes[SOURCE].running()
+    assert instance not in nodes[DEST].running()
+    assert claims_of(engine, instance) == [ids[SOURCE]]
+    assert claims_of(engine, migration) == []
+
+
 def stored(engine, migration: str):
     with engine.connect() as connection:
         return connection.execute(sa.select(MIGRATIONS).where(
@@ -258,11 +269,7 @@ def test_a_policy_aborting_on_stall_fails_the_move_source_intact(
     # over between two polls).
     assert row["reason"].startswith(
         "aborted by migration policy abort_on_stall at stalled iteration ")
-    _, _, nodes = hypervisors
-    assert instance in nodes[SOURCE].running()
-    assert instance not in nodes[DEST].running()
-    assert claims_of(engine, instance) == [ids[SOURCE]]
-    assert claims_of(engine, migration) == []
+    stayed(hypervisors, engine, instance, ids, migration)
     engine.dispose()
 
 
@@ -318,9 +325,5 @@ def test_a_dead_agents_move_is_taken_over_and_ended_by_where_it_runs(
     assert (row["state"], row["reason"]) == (
         "failed", f"agent h0:{doomed.popen.pid} lost its lease; the "
         "instance is still on the source"), heir.stderr
-    _, _, nodes = hypervisors
-    assert instance in nodes[SOURCE].running()
-    assert instance not in nodes[DEST].running()
-    assert claims_of(engine, instance) == [ids[SOURCE]]
-    assert claims_of(engine, migration) == []
+    stayed(hypervisors, engine, instance, ids, migration)
     engine.dispose()
