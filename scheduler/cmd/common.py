@@ -161,7 +161,8 @@ def start_logging(prog: str, conf: cfg.ConfigOpts, project: str) -> None:
     unknown_options.report_unknown_options(prog, conf)
 
 
-def stop_on_signals(stop: Callable[[], None], log: logging.KeywordArgumentAdapter,
+def stop_on_signals(stop: Callable[[], None],
+                    log: logging.KeywordArgumentAdapter,
                     doing: str = "stopping") -> None:
     """SIGTERM and SIGINT log ``Caught SIG..., <doing>`` and call
     ``stop`` (an agent's loop then ends on its own)."""
