@@ -126,14 +126,19 @@ class MigrationAgent:
         self._record(row, outcome)
 
     def _record(self, row, outcome: mover_mod.Outcome) -> None:
-        try:
-            ended = self.store.finish(row.uuid, outcome.state,
-                                      _line(outcome.reason))
-        except sa_exc.SQLAlchemyError as e:
-            LOG.error("Migration %s ended %s but the database is "
-                      "unreachable (%s): another agent ends it after its "
-                      "lease expires", row.uuid, outcome.state, e)
-            return
+        """Record the outcome, retrying every poll while the database is
+        unreachable (until the agent stops: then the lease runs out and
+        the next agent ends the move by where the instance runs)."""
+        while True:
+            try:
+                ended = self.store.finish(row.uuid, outcome.state,
+                                          _line(outcome.reason))
+                break
+            except sa_exc.SQLAlchemyError as e:
+                LOG.error("Migration %s ended %s but cannot be recorded, "
+                          "retrying: %s", row.uuid, outcome.state, e)
+                if self._stop.wait(self.conf.migration_agent.poll_interval):
+                    return
         if not ended:
             LOG.error("Migration %s ended %s, but this agent no longer "
                       "holds it: the agent that took it over records it",

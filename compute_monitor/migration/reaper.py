@@ -36,7 +36,11 @@ def reap(conf: cfg.ConfigOpts, libvirt: types.ModuleType,
         LOG.warning("Migration %s: its agent %s sent no heartbeat for %d s; "
                     "%s takes it over", row.uuid, row.agent,
                     conf.migration_agent.lease, store.agent)
-        state, reason = _outcome(conf, libvirt, row)
+        try:
+            state, reason = _outcome(conf, libvirt, row)
+        except libvirt.libvirtError as e:
+            state, reason = mover_mod.FAILED, (
+                f"asking libvirt where the instance runs failed: {e}")
         reason = f"agent {row.agent} lost its lease; {reason}"
         if store.finish(row.uuid, state, reason):
             LOG.warning("Migration %s of instance %s %s: %s", row.uuid,

@@ -5,6 +5,8 @@ unreachable) each ending failed with its reason and a log line."""
 import datetime
 import logging
 
+from sqlalchemy import exc as sa_exc
+
 from compute_monitor.migration import agent as agent_mod
 from compute_monitor.migration import store as store_mod
 from scheduler.db import models
@@ -13,6 +15,7 @@ from tests.unit.compute_monitor.migration.fakes import INSTANCE
 from tests.unit.compute_monitor.migration.fakes import MIGRATIONS
 from tests.unit.compute_monitor.migration.fakes import Connection
 from tests.unit.compute_monitor.migration.fakes import Domain
+from tests.unit.compute_monitor.migration.fakes import LibvirtError
 from tests.unit.compute_monitor.migration.fakes import claims
 from tests.unit.compute_monitor.migration.fakes import fleet
 from tests.unit.compute_monitor.migration.fakes import iteration
@@ -125,3 +128,47 @@ def test_a_dead_agents_move_found_nowhere_fails_saying_so(agent_config):
     assert row(engine, move)["reason"] == (
         "agent h0:99 lost its lease; the instance was found running on "
         "neither node")
+
+
+class _FlakyStore(store_mod.AgentStore):
+    """The database answers a move's end only at the second try."""
+
+    failures = 1
+
+    def finish(self, migration_uuid, state, reason):
+        if self.failures:
+            self.failures -= 1
+            raise sa_exc.OperationalError("UPDATE", {}, Exception("gone"))
+        return super().finish(migration_uuid, state, reason)
+
+
+def test_an_outcome_is_recorded_once_the_database_answers(agent_config,
+                                                          caplog):
+    engine, h0, h1 = fleet(agent_config)
+    move = plan(engine, h0, h1)
+    domain = Domain([iteration(1)])
+    agent = agent_mod.MigrationAgent(
+        agent_config, libvirt_module({SOURCE_URI: Connection(
+            {INSTANCE: domain})}), _FlakyStore(agent_config, "h0:1"))
+    agent.cycle()
+    for thread in agent._threads.values():
+        thread.join(10)
+    assert row(engine, move)["state"] == "completed"
+    assert f"Migration {move} ended completed but cannot be recorded, " \
+           "retrying" in caplog.text
+
+
+class _VanishingDomain(Domain):
+    def state(self):
+        raise LibvirtError("Domain not found: no domain with matching uuid")
+
+
+def test_a_libvirt_error_while_reaping_fails_the_move_saying_so(
+        agent_config):
+    engine, h0, h1 = fleet(agent_config)
+    move = _expire(agent_config, engine, h0, h1)
+    cycle(agent_config, {DEST_URI: Connection(
+        {INSTANCE: _VanishingDomain()})})
+    assert row(engine, move)["reason"] == (
+        "agent h0:99 lost its lease; asking libvirt where the instance "
+        "runs failed: Domain not found: no domain with matching uuid")
