@@ -327,3 +327,24 @@ def test_a_dead_agents_move_is_taken_over_and_ended_by_where_it_runs(
         "instance is still on the source"), heir.stderr
     stayed(hypervisors, engine, instance, ids, migration)
     engine.dispose()
+
+
+def test_cancelling_a_running_move_has_its_agent_abort_it(
+        hypervisors, boot, postgresql_url, write_config,
+        run_console_script, start_console_script):
+    engine = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
+    # Legacy policy at 40 Mbps: the move runs until it is cancelled.
+    instance, ids, migration = dirtier_move(engine, boot, "legacy")
+    config = agent_config(write_config, hypervisors, postgresql_url,
+                          {"bandwidth": 40})
+    agent = start_console_script("migration-agent", config_file=config)
+    kvm_nodes.wait_for("the move makes progress", lambda: (
+        stored(engine, migration)["progress"] or 0) > 0)
+    result = run_console_script("scheduler-manage", "migrations", "cancel",
+                                migration, config_file=config)
+    assert result.returncode == 0, result.stderr
+    row = ended(engine, migration)
+    assert (row["state"], row["reason"]) == (
+        "cancelled", "cancelled by an operator"), agent.stderr
+    stayed(hypervisors, engine, instance, ids, migration)
+    engine.dispose()
