@@ -56,19 +56,21 @@ def test_list_show_and_cancel(db_url, fleet, run_console_script):
     assert (shown["state"], shown["reason"]) == ("cancelled",
                                                  "cancelled by an operator")
 
+    # A running one is flagged (its agent aborts it:
+    # test_migration_agent_kvm's cancel test, with a real agent).
     result = manage("cancel", running)
     assert result.returncode == 0, result.stderr
     assert f"asked the agent of {running} to abort it" in result.stdout
 
+    unknown = manage("cancel", "nope")
+    assert (unknown.returncode, unknown.stderr.strip()) == (
+        1, "scheduler-manage: error: no migration nope (see migrations "
+        "list)")
     refused = manage("cancel", completed)
     assert refused.returncode == 1
     assert refused.stderr.strip() == (
         f"scheduler-manage: error: migration {completed} is completed; "
         "only a planned or running one can be cancelled")
-    unknown = manage("show", "nope")
-    assert (unknown.returncode, unknown.stderr.strip()) == (
-        1, "scheduler-manage: error: no migration nope (see migrations "
-        "list)")
     with engine.connect() as connection:
         claims = set(connection.execute(sa.select(
             ALLOCATIONS.c.instance_uuid)).scalars())
