@@ -1,7 +1,6 @@
 """``compute-monitor``: the agent that reports this node's metrics."""
 
 import json
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -74,12 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(format_row(agent.node_row()))
         return 0
-    def on_signal(signum: int, _frame: object) -> None:
-        LOG.info("Caught %s, stopping", signal.Signals(signum).name)
-        agent.stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    common.stop_on_signals(agent.stop, LOG)
     LOG.info("Reporting %d monitors (%s) every %d s", len(monitors),
              ", ".join(name for name, _ in monitors),
              CONF.compute_monitor.interval)

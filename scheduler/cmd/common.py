@@ -2,6 +2,7 @@
 
 import math
 import re
+import signal
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -158,3 +159,16 @@ def start_logging(prog: str, conf: cfg.ConfigOpts, project: str) -> None:
     no option reads: one WARNING each, or with ``--strict`` exit 2."""
     logging.setup(conf, project)
     unknown_options.report_unknown_options(prog, conf)
+
+
+def stop_on_signals(stop: Callable[[], None],
+                    log: logging.KeywordArgumentAdapter,
+                    doing: str = "stopping") -> None:
+    """SIGTERM and SIGINT log ``Caught SIG..., <doing>`` and call
+    ``stop`` (an agent's loop then ends on its own)."""
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("Caught %s, %s", signal.Signals(signum).name, doing)
+        stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)

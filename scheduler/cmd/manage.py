@@ -11,6 +11,7 @@ from scheduler import conf as scheduler_conf
 from scheduler.cmd import manage_args
 from scheduler.cmd import metrics as metrics_cmd
 from scheduler.cmd import migration_policy as migration_policy_cmd
+from scheduler.cmd import migrations as migrations_cmd
 from scheduler.cmd import permission as permission_cmd
 from scheduler.cmd import simulate as simulate_cmd
 from scheduler.cmd import tune as tune_cmd
@@ -74,6 +75,7 @@ def _add_command_parsers(subparsers) -> None:
     metrics_cmd.add_parser(subparsers)
     permission_cmd.add_parser(subparsers)
     migration_policy_cmd.add_parser(subparsers)
+    migrations_cmd.add_parser(subparsers)
     config = subparsers.add_parser("config", help="Configuration commands.")
     config_actions = config.add_subparsers(dest="action", metavar="ACTION")
     config_actions.required = True
@@ -176,7 +178,8 @@ def _add_balance_parser(subparsers) -> None:
 #: file that does not exist) is named with what to run, instead of the
 #: driver's "no such table", and no empty SQLite file is created.
 _READS_SCHEMA = (hosts_list, hosts_show, explain, balance,
-                 metrics_cmd.metrics_list, *permission_cmd.COMMANDS)
+                 metrics_cmd.metrics_list, *permission_cmd.COMMANDS,
+                 *migrations_cmd.COMMANDS)
 
 
 def _add_commands(subparsers) -> None:

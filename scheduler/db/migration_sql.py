@@ -57,24 +57,33 @@ def insert(connection: sa.Connection, values: Mapping[str, object]) -> None:
 
 def change_state(connection: sa.Connection, migration_uuid: str,
                  state: str, now: datetime.datetime,
-                 only_from: str | None = None) -> bool:
-    """Set the migration's state; with ``only_from``, only when it is in
-    that state. False when no row changed."""
+                 only_from: str | None = None,
+                 **values: object) -> bool:
+    """Set the migration's state (and the other column ``values``); with
+    ``only_from``, only when it is in that state. False when no row
+    changed."""
     where = MIGRATIONS.c.uuid == migration_uuid
     if only_from is not None:
         where &= MIGRATIONS.c.state == only_from
     return connection.execute(MIGRATIONS.update().where(where).values(
-        state=state, updated_at=now)).rowcount == 1
+        state=state, updated_at=now, **values)).rowcount == 1
 
 
-def active_one(connection: sa.Connection,
-               migration_uuid: str) -> sa.Row | None:
+def active_one(connection: sa.Connection, migration_uuid: str,
+               state: str | None = None,
+               agent: str | None = None) -> sa.Row | None:
     """instance_uuid, allocation_id, source_node_id and dest_node_id of
-    the migration, when it is planned or running."""
+    the migration, when it is planned or running (only ``state`` when
+    given; only when ``agent`` holds it, when given)."""
+    where = (MIGRATIONS.c.uuid == migration_uuid) & _ACTIVE
+    if state is not None:
+        where &= MIGRATIONS.c.state == state
+    if agent is not None:
+        where &= MIGRATIONS.c.agent == agent
     return connection.execute(sa.select(
         MIGRATIONS.c.instance_uuid, MIGRATIONS.c.allocation_id,
         MIGRATIONS.c.source_node_id, MIGRATIONS.c.dest_node_id,
-    ).where((MIGRATIONS.c.uuid == migration_uuid) & _ACTIVE)).first()
+    ).where(where)).first()
 
 
 def move_claims(connection: sa.Connection, row: sa.Row, completed: bool,
@@ -99,3 +108,16 @@ def move_claims(connection: sa.Connection, row: sa.Row, completed: bool,
             instance_uuid=row.instance_uuid, created_at=now))
     else:
         connection.execute(ALLOCATIONS.delete().where(destination))
+
+
+def listing(connection: sa.Connection, state: str | None = None,
+            migration_uuid: str | None = None) -> list[sa.RowMapping]:
+    """Every column of the migrations (in ``state``, or the one
+    ``migration_uuid``), newest first."""
+    query = sa.select(MIGRATIONS).order_by(MIGRATIONS.c.created_at.desc(),
+                                           MIGRATIONS.c.id.desc())
+    if state is not None:
+        query = query.where(MIGRATIONS.c.state == state)
+    if migration_uuid is not None:
+        query = query.where(MIGRATIONS.c.uuid == migration_uuid)
+    return list(connection.execute(query).mappings())

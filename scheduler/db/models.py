@@ -155,6 +155,22 @@ class Migration(Base):
         PreciseDateTime, nullable=False, default=utcnow)
     updated_at: Mapped[datetime.datetime] = mapped_column(
         PreciseDateTime, nullable=False, default=utcnow)
+    # What the node's migration agent (compute_monitor.migration) writes
+    # while it carries the move out.
+    #: Percent of the guest's memory sent so far.
+    progress: Mapped[int | None] = mapped_column(Integer)
+    #: Why it failed or was cancelled, one line.
+    reason: Mapped[str | None] = mapped_column(String(255))
+    #: The agent carrying it out (host:pid); its lease is heartbeat_at.
+    agent: Mapped[str | None] = mapped_column(String(255))
+    started_at: Mapped[datetime.datetime | None] = mapped_column(
+        PreciseDateTime)
+    heartbeat_at: Mapped[datetime.datetime | None] = mapped_column(
+        PreciseDateTime)
+    #: ``scheduler-manage migrations cancel`` of a running move: the agent
+    #: aborts it.
+    cancel_requested: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, default=False)
 
 
 class UtilizationSample(Base):

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from oslo_config import cfg
 
 from scheduler.db import api as db_api
+from scheduler.db import migration_agent_sql
 from scheduler.db import migration_sql
 from scheduler.db import models
 from scheduler.db.claim_sql import write_transaction
@@ -110,9 +111,13 @@ class MigrationStore:
                 connection, migration_uuid, RUNNING, models.utcnow(),
                 only_from=PLANNED)
 
-    def finish(self, migration_uuid: str, state: str) -> bool:
+    def finish(self, migration_uuid: str, state: str,
+               reason: str | None = None, only_from: str | None = None,
+               agent: str | None = None) -> bool:
         """End an active migration in ``state`` (completed, failed or
-        cancelled); False when it was not active.
+        cancelled), recording ``reason``; False when it was not active
+        (or not in ``only_from``, or not held by ``agent``, when given:
+        a migration agent ends only the moves whose lease it holds).
 
         completed: the instance's source claim is deleted and the
         destination claim passes to the instance. Otherwise the
@@ -123,11 +128,33 @@ class MigrationStore:
             raise ValueError(f"{state!r} does not end a migration")
         now = models.utcnow()
         with write_transaction(self.engine) as connection:
-            row = migration_sql.active_one(connection, migration_uuid)
+            row = migration_sql.active_one(connection, migration_uuid,
+                                           only_from, agent)
             if row is None:
                 return False
             migration_sql.move_claims(connection, row, state == COMPLETED,
                                       now)
+            extra = {"progress": 100} if state == COMPLETED else {}
             migration_sql.change_state(connection, migration_uuid, state,
-                                       now)
+                                       now, reason=reason, **extra)
         return True
+
+    def rows(self, state: str | None = None,
+             migration_uuid: str | None = None) -> list[dict]:
+        """The migrations as stored (every column), newest first."""
+        with self.engine.connect() as connection:
+            return [dict(row) for row in migration_sql.listing(
+                connection, state, migration_uuid)]
+
+    def cancel(self, migration_uuid: str, reason: str) -> str | None:
+        """Cancel a move: a planned one ends cancelled, its destination
+        claim released; a running one is flagged for its agent to abort
+        (it then ends cancelled). The state the move was in, None when it
+        was neither planned nor running."""
+        if self.finish(migration_uuid, CANCELLED, reason, only_from=PLANNED):
+            return PLANNED
+        with self.engine.begin() as connection:
+            if migration_agent_sql.request_cancel(
+                    connection, migration_uuid, models.utcnow()):
+                return RUNNING
+        return None

@@ -83,7 +83,7 @@ def live_policy_set(conf: cfg.ConfigOpts, base: cluster_policy.PolicySet,
     for setting in policy_sql.cluster_settings(connection):
         if setting["migration_policy"]:
             movement[setting["cluster"]] = setting["migration_policy"]
-        bandwidth = _bandwidth(setting)
+        bandwidth = bandwidth_setting(setting)
         if bandwidth is not None:
             bandwidths[setting["cluster"]] = bandwidth
         found = options_by_id.get(setting["scheduling_policy_id"] or "")
@@ -115,7 +115,7 @@ def _stored_policies(conf: cfg.ConfigOpts, connection: sa.Connection,
     return options_by_id
 
 
-def _bandwidth(setting: Mapping) -> str | int | None:
+def bandwidth_setting(setting: Mapping) -> str | int | None:
     """A cluster's migration bandwidth setting, None for none."""
     method = setting["bandwidth_method"]
     if method == "custom" and setting["bandwidth_custom"]:

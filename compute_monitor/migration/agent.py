@@ -1,0 +1,218 @@
+"""The migration agent's loop: every [migration_agent] poll_interval it
+takes over the moves whose holder died (``reaper``), then takes the
+node's planned outgoing moves the per-host limits allow and carries
+each out in a thread of its own (``mover``), recording the outcome and
+moving the claims (``store``).
+
+Bandwidth: the cluster's setting (REST API) or [migration] bandwidth,
+in Mbps or ``auto`` (the link speed of [migration_agent]
+migration_interface), divided by the moves running out of this node
+at each heartbeat; ``hypervisor_default`` leaves it to libvirt.
+"""
+
+import os
+import threading
+import types
+
+import psutil
+from oslo_config import cfg
+from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
+
+from compute_monitor.migration import conf as agent_conf
+from compute_monitor.migration import mover as mover_mod
+from compute_monitor.migration import reaper
+from compute_monitor.migration import store as store_mod
+from scheduler import exception
+from scheduler.conf import migration as migration_conf
+from scheduler.policies.migration import policies as migration_policies
+
+LOG = logging.getLogger(__name__)
+
+#: Mbps to libvirt's MiB/s.
+_MBPS_TO_MIB = 1_000_000 / 8 / 2**20
+
+
+def agent_name(conf: cfg.ConfigOpts) -> str:
+    """host:pid, as recorded in the rows this agent holds."""
+    return f"{conf.host}:{os.getpid()}"
+
+
+def hypervisor_hostname(conf: cfg.ConfigOpts) -> str:
+    return conf.compute_monitor.hypervisor_hostname or conf.host
+
+
+class MigrationAgent:
+    """Carries out the planned moves leaving this node."""
+
+    def __init__(self, conf: cfg.ConfigOpts, libvirt: types.ModuleType,
+                 store: store_mod.AgentStore | None = None):
+        self.conf = conf
+        self.libvirt = libvirt
+        self.store = store or store_mod.AgentStore(conf, agent_name(conf))
+        self._stop = threading.Event()
+        self._threads: dict[str, threading.Thread] = {}
+        self._node_id: int | None = None
+        # Said once, not every poll, while the node is not registered.
+        self._warned = False
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run_forever(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.cycle()
+            except (sa_exc.SQLAlchemyError, exception.SchedulerError) as e:
+                LOG.error("Migration agent cycle failed, retrying in %s s: "
+                          "%s", self.conf.migration_agent.poll_interval, e)
+            self._stop.wait(self.conf.migration_agent.poll_interval)
+        for thread in list(self._threads.values()):
+            thread.join()
+
+    def cycle(self) -> None:
+        """Reap expired leases, then start what the limits allow."""
+        reaper.reap(self.conf, self.libvirt, self.store)
+        node_id = self._own_node()
+        if node_id is None:
+            return
+        self._threads = {uuid: thread for uuid, thread
+                         in self._threads.items() if thread.is_alive()}
+        for row in self.store.planned_from(node_id):
+            if row.uuid in self._threads:
+                continue
+            if not self.store.node_exists(row.dest_node_id):
+                self._fail_planned(row, f"destination node {row.dest_host} "
+                                   "is gone")
+                continue
+            refused = self.store.take(row)
+            if refused is not None:
+                LOG.debug("Migration %s waits: %s", row.uuid, refused)
+                continue
+            LOG.info("Migration %s taken: instance %s from %s to %s",
+                     row.uuid, row.instance_uuid, row.source_host,
+                     row.dest_host)
+            thread = threading.Thread(target=self.carry_out, args=(row,),
+                                      name=f"move-{row.uuid}")
+            self._threads[row.uuid] = thread
+            thread.start()
+
+    def _own_node(self) -> int | None:
+        if self._node_id is None:
+            self._node_id = self.store.node_id(self.conf.host,
+                                               hypervisor_hostname(self.conf))
+            if self._node_id is None and not self._warned:
+                LOG.warning("No compute node %s (host %s) in the database "
+                            "yet: start its compute-monitor",
+                            hypervisor_hostname(self.conf), self.conf.host)
+                self._warned = True
+        return self._node_id
+
+    def _fail_planned(self, row, reason: str) -> None:
+        if self.store.fail_planned(row.uuid, reason):
+            LOG.error("Migration %s of instance %s failed: %s", row.uuid,
+                      row.instance_uuid, reason)
+
+    def carry_out(self, row) -> None:
+        """Run one taken move to its end and record it; never raises (a
+        thread of its own)."""
+        try:
+            outcome = self._migrate(row)
+        # Anything: the row must still end, not stay running.
+        except Exception as e:
+            LOG.exception("Migration %s: unexpected error", row.uuid)
+            outcome = mover_mod.Outcome(mover_mod.FAILED,
+                                        f"agent error: {e}")
+        self._record(row, outcome)
+
+    def _record(self, row, outcome: mover_mod.Outcome) -> None:
+        """Record the outcome, retrying every poll while the database is
+        unreachable (until the agent stops: then the lease runs out and
+        the next agent ends the move by where the instance runs)."""
+        while True:
+            try:
+                ended = self.store.finish(row.uuid, outcome.state,
+                                          _line(outcome.reason))
+                break
+            except sa_exc.SQLAlchemyError as e:
+                LOG.error("Migration %s ended %s but cannot be recorded, "
+                          "retrying: %s", row.uuid, outcome.state, e)
+                if self._stop.wait(self.conf.migration_agent.poll_interval):
+                    return
+        if not ended:
+            LOG.error("Migration %s ended %s, but this agent no longer "
+                      "holds it: the agent that took it over records it",
+                      row.uuid, outcome.state)
+            return
+        log = LOG.info if outcome.state == mover_mod.COMPLETED else LOG.error
+        log("Migration %s of instance %s from %s to %s %s%s", row.uuid,
+            row.instance_uuid, row.source_host, row.dest_host,
+            outcome.state, f": {outcome.reason}" if outcome.reason else "")
+
+    def _migrate(self, row) -> mover_mod.Outcome:
+        conf = self.conf.migration_agent
+        try:
+            policy = migration_policies.read_migration_policies(
+                self.conf).policy_for(row.cluster, row.migration_policy)
+        except exception.SchedulerError as e:
+            return mover_mod.Outcome(mover_mod.FAILED, str(e))
+        try:
+            connection = self.libvirt.open(conf.libvirt_uri)
+        except self.libvirt.libvirtError as e:
+            return mover_mod.Outcome(
+                mover_mod.FAILED,
+                f"libvirt at {conf.libvirt_uri} unreachable: {e}")
+        try:
+            try:
+                domain = connection.lookupByUUIDString(row.instance_uuid)
+            except self.libvirt.libvirtError:
+                return mover_mod.Outcome(
+                    mover_mod.FAILED, f"instance {row.instance_uuid} is not "
+                    f"on {row.source_host} ({conf.libvirt_uri})")
+            total = self._total_mib(row.cluster)
+            mover = mover_mod.Mover(
+                self.libvirt, domain, policy,
+                agent_conf.host_uri(conf.destination_uri, row.dest_host),
+                agent_conf.host_uri(conf.migration_uri, row.dest_host),
+                conf.poll_interval,
+                lambda progress: self._beat(row.uuid, progress, total))
+            return mover.run(self._share(total, 1))
+        finally:
+            connection.close()
+
+    def _beat(self, migration_uuid: str, progress: int | None,
+              total: int | None) -> mover_mod.Beat:
+        try:
+            held, cancel, running = self.store.heartbeat(migration_uuid,
+                                                         progress)
+        except sa_exc.SQLAlchemyError as e:
+            # The move goes on; the lease runs out only if this lasts.
+            LOG.warning("Migration %s: heartbeat failed: %s",
+                        migration_uuid, e)
+            return mover_mod.Beat(True, False, None)
+        return mover_mod.Beat(held, cancel, self._share(total, running))
+
+    @staticmethod
+    def _share(total: int | None, running: int) -> int | None:
+        if total is None:
+            return None
+        return max(1, total // max(1, running))
+
+    def _total_mib(self, cluster: str | None) -> int | None:
+        """The bandwidth of this node's moves in MiB/s; None: libvirt's."""
+        setting = self.store.bandwidth_setting(cluster)
+        if setting == migration_conf.BANDWIDTH_AUTO:
+            interface = self.conf.migration_agent.migration_interface
+            stats = psutil.net_if_stats().get(interface or "")
+            setting = stats.speed if stats and stats.speed > 0 else None
+        if not isinstance(setting, int):
+            return None
+        return max(1, int(setting * _MBPS_TO_MIB))
+
+
+def _line(reason: str | None) -> str | None:
+    """One line that fits the reason column."""
+    if reason is None:
+        return None
+    return " ".join(reason.split())[:255]
+
