@@ -61,41 +61,55 @@ def paired(size: int, decisions: int, config_file: str, *,
         instances = bench_engine.build_fleet(engine, size, rng, per_host)
         schedulers = [filter_scheduler.FilterScheduler(conf)
                       for conf in confs]
-        for scheduler in schedulers:
-            # Full loads in a background refresher, as in bench_engine.
-            scheduler.host_manager.start_background_refresh()
-            scheduler.select(RequestSpec.from_dict(bench_engine.REQUEST))
-        for done in range(warm_reports):
-            bench_engine.report_all(engine, instances, rng)
+        try:
+            return _timed(engine, size, rng, instances, schedulers,
+                          decisions, warm_reports) | {
+                "hosts": size, "config": os.path.basename(config_file)}
+        finally:
             for scheduler in schedulers:
-                scheduler.select(RequestSpec.from_dict(bench_engine.REQUEST))
-            if done % 60 == 59:
-                print(f"warm reports: {done + 1}/{warm_reports}",
-                      file=sys.stderr, flush=True)
-        wall: tuple[list, list] = ([], [])
-        cpu: tuple[list, list] = ([], [])
-        for index in range(decisions):
-            bench_engine.touch_one(engine, size, rng, instances)
-            for which in ((0, 1) if index % 2 == 0 else (1, 0)):
-                took, took_cpu = _decide(schedulers[which])
-                wall[which].append(took)
-                cpu[which].append(took_cpu)
+                scheduler.host_manager.close()
+            db_api.dispose_engines()
+
+
+def _timed(engine: object, size: int, rng: random.Random,
+           instances: dict, schedulers: list, decisions: int,
+           warm_reports: int) -> dict:
+    """Warm both schedulers' caches, then time their decisions in turn."""
+    for scheduler in schedulers:
+        # Full loads in a background refresher, as in bench_engine.
+        scheduler.host_manager.start_background_refresh()
+        scheduler.select(RequestSpec.from_dict(bench_engine.REQUEST))
+    for done in range(warm_reports):
+        bench_engine.report_all(engine, instances, rng)
         for scheduler in schedulers:
-            scheduler.host_manager.close()
-        db_api.dispose_engines()
-    return _summary(size, config_file, wall, cpu)
+            scheduler.select(RequestSpec.from_dict(bench_engine.REQUEST))
+        if done % 60 == 59:
+            print(f"warm reports: {done + 1}/{warm_reports}",
+                  file=sys.stderr, flush=True)
+    loads = [bench_engine.background_loads(s.host_manager)
+             for s in schedulers]
+    wall: tuple[list, list] = ([], [])
+    cpu: tuple[list, list] = ([], [])
+    for index in range(decisions):
+        bench_engine.touch_one(engine, size, rng, instances)
+        for which in ((0, 1) if index % 2 == 0 else (1, 0)):
+            took, took_cpu = _decide(schedulers[which])
+            wall[which].append(took)
+            cpu[which].append(took_cpu)
+    reloads = [bench_engine.background_loads(s.host_manager) - before
+               for s, before in zip(schedulers, loads, strict=True)]
+    return _summary(wall, cpu) | {"default_reloads": reloads[0],
+                                  "config_reloads": reloads[1]}
 
 
-def _summary(size: int, config_file: str, wall: tuple[list, list],
-             cpu: tuple[list, list]) -> dict:
+def _summary(wall: tuple[list, list], cpu: tuple[list, list]) -> dict:
     def p99(samples: list) -> float:
         ordered = sorted(samples)
         return ordered[min(len(ordered) - 1, int(len(ordered) * .99))]
     base, other = (statistics.median(samples) for samples in wall)
     base_cpu, other_cpu = (statistics.median(samples) for samples in cpu)
     return {
-        "hosts": size, "decisions": len(wall[0]),
-        "config": os.path.basename(config_file),
+        "decisions": len(wall[0]),
         "default_p50_ms": base, "config_p50_ms": other,
         "default_p99_ms": p99(wall[0]), "config_p99_ms": p99(wall[1]),
         "default_cpu_p50_ms": base_cpu, "config_cpu_p50_ms": other_cpu,

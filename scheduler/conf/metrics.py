@@ -244,10 +244,10 @@ load_opts = [
         "kept, so that InstanceLoadWeigher and expected_instance_cpu = "
         "measured use each instance's mean over expected_window rather "
         "than its newest entry. 0 (the default) keeps none: instance "
-        "entries are then decoded only when read, as before; with a "
-        "window every report's instance entries are decoded when it "
-        "arrives. 32 bytes per report and instance plus about 300 per "
-        "instance."),
+        "entries are then read only when something reads them; with a "
+        "window every report's instance entries are checked and their "
+        "instance.cpu.percent read when it arrives. 32 bytes per report "
+        "and instance plus about 300 per instance."),
     cfg.Opt(
         "expected_instance_cpu", type=ExpectedCpu(), default="vcpus",
         help="How busy a placed instance is assumed to be until its host "

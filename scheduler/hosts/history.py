@@ -67,6 +67,12 @@ def _start(pairs: array, after: float) -> int:
     return 2 * bisect.bisect_right(memoryview(pairs)[0::2], after)
 
 
+def _window_start(pairs: array, window: float) -> int:
+    """The index of the first report within ``window`` seconds of the
+    newest, which is always in (however small the window)."""
+    return min(_start(pairs, pairs[-2] - window), len(pairs) - 2)
+
+
 def _running_sums(pairs: array) -> array:
     """Running (sum, sum of squares) of the values of ``pairs``,
     interleaved, one pair per report."""
@@ -148,7 +154,7 @@ class MetricHistory:
         pairs = self._series.get(name)
         value = None
         if pairs is not None:
-            start = _start(pairs, pairs[-2] - window)
+            start = _window_start(pairs, window)
             if stat in ("mean", metric_stat.STDDEV):
                 value = self._moment(name, stat, start)
             else:
@@ -169,7 +175,7 @@ class MetricHistory:
             return memo[key]
         pairs = self._series.get(name)
         found = (None if pairs is None
-                 else self._moments(name, _start(pairs, pairs[-2] - window)))
+                 else self._moments(name, _window_start(pairs, window)))
         memo[key] = found
         return found
 
@@ -212,7 +218,8 @@ class MetricHistory:
             held = held_series.get(name)
             if held is None:
                 series[name] = array("d", (when, value))
-                sums[name] = array("d", (value, value * value))
+                # 0.0 + value, as a running sum from zero gives (-0.0).
+                sums[name] = array("d", (0.0 + value, value * value))
                 continue
             if when <= held[-2]:
                 series[name], sums[name] = held, held_sums[name]
@@ -230,7 +237,7 @@ class MetricHistory:
                 running.extend((running[-2] + value,
                                 running[-1] + value * value))
             else:
-                running.extend((value, value * value))
+                running.extend((0.0 + value, value * value))
             series[name], sums[name] = pairs, running
         return MetricHistory(series, sums)
 

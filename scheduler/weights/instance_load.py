@@ -17,7 +17,7 @@ def predicted_busy_vcpus(host: HostState, fallback: float,
                          window: float, risk_factor: float = 0.0) -> float:
     """vCPUs the host's claimed instances are expected to keep busy:
     each measured one its vCPUs x its mean instance.cpu.percent over
-    ``window`` (``instance_metrics.instance_cpu_mean``), the others (not
+    ``window`` (``instance_metrics.instance_cpu_moments``), the others (not
     reported yet, pending, placed by this request) their vCPUs x
     ``fallback``; plus ``risk_factor`` x the spread of that sum (the
     instances' standard deviations over the window, taken as
@@ -32,13 +32,13 @@ def predicted_busy_vcpus(host: HostState, fallback: float,
         percent, spread = found
         busy += vcpus * min(max(percent, 0.0), 100.0) / 100.0
         measured_vcpus += vcpus
-        if spread is not None:
-            variance += (vcpus * spread / 100.0) ** 2
+        if risk_factor and spread is not None:
+            scaled = vcpus * spread / 100.0
+            variance += scaled * scaled
     # Claims whose instances have no measurement, including those this
     # request consumed (not among instance_flavors).
     unmeasured = max(host.vcpus_claimed - measured_vcpus, 0)
-    return (busy + unmeasured * fallback
-            + (risk_factor * math.sqrt(variance) if risk_factor else 0.0))
+    return busy + unmeasured * fallback + risk_factor * math.sqrt(variance)
 
 
 class InstanceLoadWeigher(BaseHostWeigher):

@@ -79,12 +79,12 @@ _LARGEST = sys.float_info.max
 _INSTANCE_CPU = instance_metrics_mod.CPU_PERCENT
 
 
-def well_formed_metrics(text: str, instance_cpu: list[_Entry] | None = None
+def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
                         ) -> dict[str, Metric] | None:
     """The host metrics of a report whose every entry is well formed, or
     None: ``decode_metrics`` then finds and words what is wrong. The
-    instance.cpu.percent entries, unchecked, go to ``instance_cpu`` when
-    given (the instance history's; ``_cpu_readings`` checks them).
+    instance entries, unchecked, go to ``instance_found`` when given (for
+    the instance history; ``_cpu_readings`` checks them).
 
     Every node's report is decoded at every change (one a minute per
     node): msgspec checks the entries' shape while it parses, at half of
@@ -99,8 +99,8 @@ def well_formed_metrics(text: str, instance_cpu: list[_Entry] | None = None
     unset = msgspec.UNSET
     for entry in entries:
         if entry.instance is not unset:
-            if instance_cpu is not None and entry.name == _INSTANCE_CPU:
-                instance_cpu.append(entry)
+            if instance_found is not None:
+                instance_found.append(entry)
             continue
         name, value, stamp = entry.name, entry.value, entry.timestamp
         # msgspec refuses floats past the range (JSON has no NaN): only
@@ -201,34 +201,45 @@ def decode_networks(text: str, problems: list[str]) -> frozenset[str]:
 def _cpu_readings(entries: list[_Entry]
                   ) -> dict[str, tuple[float, float]] | None:
     """``(epoch seconds, value)`` of each instance's instance.cpu.percent
-    entry, or None when one is irregular (no instance uuid, twice the
-    same, a bad time or number): the instance entries' own decoding then
-    leaves it out and logs it."""
+    entry among a report's instance ``entries``, or None when one of them
+    is irregular (no instance uuid, a name outside ``instance.``, twice
+    the same, a bad time or number): the instance entries' own decoding
+    then leaves it out and logs it, as for every report."""
     stamps = recent_stamps()
     readings: dict[str, tuple[float, float]] = {}
+    seen: set[tuple[str, str]] = set()
     for entry in entries:
-        instance, value = entry.instance, entry.value
+        instance, name, value = entry.instance, entry.name, entry.value
         timestamp = cached_timestamp(entry.timestamp, stamps)
         if (type(instance) is not str or not instance
-                or instance in readings or timestamp is None
+                or not name.startswith(instance_metrics_mod.PREFIX)
+                or (instance, name) in seen or timestamp is None
                 or not -_LARGEST <= value <= _LARGEST):
             return None
-        readings[instance] = (epoch(timestamp), float(value))
+        seen.add((instance, name))
+        if name == _INSTANCE_CPU:
+            readings[instance] = (epoch(timestamp), float(value))
     return readings
+
+
+def _as_dicts(entries: list[_Entry]) -> list[dict]:
+    """Instance entries as the entry-by-entry decoding takes them."""
+    return [{"name": entry.name, "instance": entry.instance,
+             "value": entry.value, "timestamp": entry.timestamp,
+             "source": entry.source} for entry in entries]
 
 
 def _instance_history(previous: Decoded | None,
                       instances: Mapping[str, Mapping[str, Metric]],
-                      cpu_entries: list[_Entry] | None,
+                      readings: dict[str, tuple[float, float]] | None,
                       window: float) -> history_mod.MetricHistory:
     """The instances' instance.cpu.percent history with this report's
     added; instances the report no longer measures are dropped.
-    ``cpu_entries``: the report's entries of that metric when it is well
-    formed (read without decoding every instance entry)."""
+    ``readings``: the report's, read straight from its entries when they
+    are regular (``_cpu_readings``), else None: taken from ``instances``,
+    the decoded entries."""
     if window <= 0:
         return history_mod.EMPTY
-    readings = (_cpu_readings(cpu_entries) if cpu_entries is not None
-                else None)
     if readings is None:
         cpu = _INSTANCE_CPU
         readings = {uuid: (epoch(metrics[cpu].timestamp),
@@ -252,13 +263,18 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     of it kept, and ``instance_window`` of its instances' when not 0).
     """
     problems: list[str] = []
-    cpu_entries: list[_Entry] | None = [] if instance_window > 0 else None
-    metrics = well_formed_metrics(row.metrics, cpu_entries)
-    well_formed = metrics is not None
-    if well_formed:
+    in_report: list[_Entry] | None = [] if instance_window > 0 else None
+    metrics = well_formed_metrics(row.metrics, in_report)
+    readings = None
+    if metrics is not None:
         bad_metrics: frozenset[str] = frozenset()
         # Only balancers read them, for the hosts they look at.
         entries = functools.partial(instance_entries, row.metrics)
+        if in_report is not None:
+            readings = _cpu_readings(in_report)
+            if readings is None:
+                # Decoded (and logged) from the parse at hand.
+                entries = functools.partial(_as_dicts, in_report)
     else:
         found_entries: list[dict] = []
         metrics, bad_metrics = decode_metrics(row.metrics, problems,
@@ -285,9 +301,8 @@ def decode(row: NodeRow, previous: Decoded | None = None,
         column_problems=column_problems,
         history=(previous.history if previous is not None
                  else history_mod.EMPTY).appended(metrics, history_window),
-        instance_history=_instance_history(
-            previous, instances, cpu_entries if well_formed else None,
-            instance_window))
+        instance_history=_instance_history(previous, instances, readings,
+                                           instance_window))
     if problems:
         LOG.warning("Compute node %s (host %s, id %s) reports malformed "
                     "data; it is scheduled on for what remains: %s",

@@ -114,3 +114,4 @@ def test_paired_decisions_of_two_configurations(tmp_path, monkeypatch):
     assert result["cpu_p50_ratio"] == pytest.approx(
         result["config_cpu_p50_ms"] / result["default_cpu_p50_ms"])
     assert result["pair_ratio_median"] > 0
+    assert result["default_reloads"] >= 0 and result["config_reloads"] >= 0

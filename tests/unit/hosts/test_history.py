@@ -185,7 +185,17 @@ def test_moments_are_the_mean_and_stddev_statistics_give():
         held = held.appended({"m": Metric(value, T0 + minute * MINUTE)},
                              3600.0)
     for window in (60.0, 180.0, 3600.0):
-        assert held.moments("m", window) == pytest.approx((
+        # The same arithmetic: equal to the last bit.
+        assert held.moments("m", window) == (
             held.statistic("m", "mean", window),
-            held.statistic("m", "stddev", window)))
+            held.statistic("m", "stddev", window))
     assert held.moments("absent", 3600.0) is None
+
+
+def test_a_window_shorter_than_the_float_spacing_holds_the_newest():
+    held = history.EMPTY
+    for minute, value in enumerate([10.0, 30.0]):
+        held = held.appended({"m": Metric(value, T0 + minute * MINUTE)},
+                             3600.0)
+    assert held.statistic("m", "mean", 1e-9) == 30.0
+    assert held.moments("m", 1e-9) == (30.0, 0.0)

@@ -4,6 +4,7 @@ gives what the entry-by-entry path gives."""
 import datetime
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -79,15 +80,23 @@ def _series(history, uuids):
             for uuid in uuids if history.series(uuid) is not None}
 
 
+def _mostly(usual: st.SearchStrategy, rare: list) -> st.SearchStrategy:
+    """``usual`` nine times in ten, else one of ``rare``: irregular
+    entries rare enough that most reports take the fast path."""
+    return st.integers(0, 9).flatmap(
+        lambda draw: st.sampled_from(rare) if draw == 0 else usual)
+
+
 _instance_entries = st.fixed_dictionaries(
-    {"name": st.sampled_from(["instance.cpu.percent",
-                              "instance.memory.used"]),
-     "instance": st.sampled_from(["u1", "u2", "", 7]),
-     "value": st.one_of(st.floats(allow_nan=False, allow_infinity=False,
-                                  min_value=-1e6, max_value=1e6),
-                        st.sampled_from([10**400, "7"])),
-     "timestamp": st.sampled_from([STAMP, "yesterday",
-                                   "2026-01-05T12:05:00Z"])})
+    {"name": _mostly(st.sampled_from(["instance.cpu.percent",
+                                      "instance.memory.used"]),
+                     ["cpu.percent"]),
+     "instance": _mostly(st.sampled_from(["u1", "u2", "u3"]), ["", 7]),
+     "value": _mostly(st.floats(allow_nan=False, allow_infinity=False,
+                                min_value=-1e6, max_value=1e6),
+                      [10**400, "7"]),
+     "timestamp": _mostly(st.sampled_from([STAMP, "2026-01-05T12:05:00Z"]),
+                          ["yesterday"])})
 
 
 @given(st.lists(_instance_entries, max_size=5),
@@ -107,8 +116,30 @@ def test_instance_history_read_straight_agrees_with_decoded_entries(
             {uuid: metrics["instance.cpu.percent"]
              for uuid, metrics in decoded.items()
              if "instance.cpu.percent" in metrics}, 3600.0)
-    uuids = ("u1", "u2", "")
+    uuids = ("u1", "u2", "u3", "")
     assert _series(got.instance_history, uuids) == _series(want, uuids)
+
+
+@pytest.mark.parametrize("irregular, problem", [
+    ({"instance": "u2", "value": 20.0, "timestamp": "yesterday"},
+     "is not an ISO-8601 date"),
+    ({"instance": "u2", "value": 10**400, "timestamp": STAMP},
+     "is not a finite number"),
+    ({"instance": 7, "value": 20.0, "timestamp": STAMP},
+     "names no instance"),
+    ({"instance": "u2", "name": "memory.used", "value": 1.0,
+      "timestamp": STAMP}, "does not begin with 'instance.'"),
+])
+def test_an_irregular_instance_entry_is_logged_and_left_out(
+        caplog, irregular, problem):
+    entries = [{"name": "instance.cpu.percent", "instance": "u1",
+                "value": 30.0, "timestamp": STAMP},
+               {"name": "instance.cpu.percent", **irregular}]
+    got = decode.decode(_row(entries), None, 0.0, 3600.0)
+    assert got.instance_history.statistic("u1", "mean", 3600.0) == 30.0
+    assert got.instance_history.series("u2") is None
+    assert "reports malformed instance entries" in caplog.text
+    assert problem in caplog.text
 
 
 def test_a_twice_reported_instance_keeps_its_first_reading(caplog):
