@@ -8,7 +8,7 @@ changed, only replaced: host states built from older reports keep
 theirs. Each metric's reports are one ``array('d')`` of records of
 four: timestamp (seconds since 1970), value, and the running sum and
 sum of squares of the values: 32 bytes per report and metric plus about
-150 bytes per metric (docs/operator-guide.md, "Load-aware weighing").
+250 bytes per metric (docs/operator-guide.md, "Load-aware weighing").
 """
 
 import bisect
