@@ -208,6 +208,8 @@ class MetricHistory:
         that form, 20 or more of them a report."""
         series: dict[str, array] = {}
         held_series = self._series
+        # A history at MAX_REPORTS drops one more report than the window.
+        full = _RECORD * MAX_REPORTS
         for name, (when, value) in readings.items():
             held = held_series.get(name)
             if held is None:
@@ -217,12 +219,17 @@ class MetricHistory:
             if when <= held[-_RECORD]:
                 series[name] = held
                 continue
+            # The two common cases inline (this runs for every metric of
+            # every report): nothing leaves the window, or its oldest.
             cutoff = when - window
-            if len(held) > _RECORD and held[0] <= cutoff < held[_RECORD]:
-                start = _RECORD  # a full window drops its oldest report
+            if held[0] > cutoff:
+                start = 0
+            elif len(held) > _RECORD and cutoff < held[_RECORD]:
+                start = _RECORD
             else:
                 start = _start(held, cutoff)
-            start = max(start, len(held) + _RECORD - _RECORD * MAX_REPORTS)
+            if len(held) - start >= full:
+                start = len(held) + _RECORD - full
             records = held[start:]
             if records:
                 records.extend((when, value, records[-2] + value,
