@@ -29,9 +29,11 @@ LOG = logging.getLogger(__name__)
 
 # Tuples, not dataclasses: one of each is made per changed row.
 class Decoded(NamedTuple):
-    """The JSON columns of one row as text and as decoded values."""
+    """The JSON columns of one row as decoded values, and what tells
+    whether they changed."""
 
-    text: tuple[str, str, str]
+    #: ``(metrics_key(metrics), cpu_info, networks)`` of the row.
+    text: tuple[tuple[int, int], str, str]
     metrics: dict[str, Metric]
     bad_metrics: frozenset[str]
     instance_metrics: Mapping[str, Mapping[str, Metric]]
@@ -44,6 +46,21 @@ class Decoded(NamedTuple):
     #: instance.cpu.percent by instance uuid, up to this report
     #: (``[metrics] instance_history_window``; empty when 0).
     instance_history: history_mod.MetricHistory = history_mod.EMPTY
+
+
+def metrics_key(text: str) -> tuple[int, int]:
+    """What the cache keeps of a row's metrics text: its length and hash,
+    enough for a full load to tell whether a row changed without moving
+    its change key. The text itself is most of a host's memory (a report
+    is a few KB), and what the cache needs of it is decoded.
+    """
+    return len(text), hash(text)
+
+
+def _may_hold_instances(text: str) -> bool:
+    """Whether a report's text may hold instance entries: a JSON key
+    ``instance`` is spelt ``"instance"`` unless escaped (``\\u``)."""
+    return '"instance"' in text or "\\u" in text
 
 
 def load_json(text: str, column: str, problems: list[str]) -> object:
@@ -262,8 +279,10 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     well_formed = metrics is not None
     if well_formed:
         bad_metrics: frozenset[str] = frozenset()
-        # Only balancers read them, for the hosts they look at.
-        entries = functools.partial(instance_entries, row.metrics)
+        # Only balancers read them, for the hosts they look at; the text
+        # is kept for them only if it may hold some.
+        entries = (functools.partial(instance_entries, row.metrics)
+                   if _may_hold_instances(row.metrics) else list)
     else:
         found_entries: list[dict] = []
         metrics, bad_metrics = decode_metrics(row.metrics, problems,
@@ -284,7 +303,7 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     instances = instance_metrics_mod.OnFirstUse(entries,
                                                 row.hypervisor_hostname)
     decoded = Decoded(
-        text=(row.metrics, row.cpu_info, row.networks),
+        text=(metrics_key(row.metrics), row.cpu_info, row.networks),
         metrics=metrics, bad_metrics=bad_metrics,
         instance_metrics=instances, cpu_info=cpu_info, networks=networks,
         column_problems=column_problems,

@@ -25,6 +25,7 @@ from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.build import claims_by_node
+from scheduler.hosts.cache.build import kept_row
 from scheduler.hosts.expected_load import pending_cpu_fraction
 from scheduler.hosts.table import epoch
 
@@ -271,7 +272,7 @@ class RefreshReads:
             if pace is not None and index % slice_rows == slice_rows - 1:
                 pace()
             claims = by_node.get(row.id, ())
-            source = (row, tuple(claims), ratios)
+            source = (kept_row(row), tuple(claims), ratios)
             previous = self._entries.get(row.id)
             old = previous if reuse else None
             if old is not None and old.source == source:
@@ -298,11 +299,12 @@ class RefreshReads:
         """The cached decoding of a row whose JSON columns did not
         change, on a full load.
 
-        The text is compared, not the change key: a full load is the
-        safety net for a writer that changed a row without moving its
-        key.
+        The columns are compared (the metrics by ``metrics_key``), not
+        the change key: a full load is the safety net for a writer that
+        changed a row without moving its key.
         """
-        if entry is None or entry.decoded.text != (row.metrics, row.cpu_info,
-                                                   row.networks):
+        if entry is None or entry.decoded.text != (
+                decode.metrics_key(row.metrics), row.cpu_info,
+                row.networks):
             return None
         return entry.decoded
