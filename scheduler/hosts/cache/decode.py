@@ -5,6 +5,7 @@ and the node is scheduled on for what remains (docs/operator-guide.md)."""
 import functools
 import json
 import sys
+import types
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -92,6 +93,10 @@ class _Entry(msgspec.Struct, gc=False):
 
 
 _read_entries = msgspec.json.Decoder(list[_Entry]).decode
+#: The instance entries of every report that holds none: one read-only
+#: mapping, not an object (and a lock) per host and report.
+_NO_INSTANCES: Mapping[str, Mapping[str, Metric]] = types.MappingProxyType(
+    {})
 _LARGEST = sys.float_info.max
 _INSTANCE_CPU = instance_metrics_mod.CPU_PERCENT
 
@@ -282,12 +287,13 @@ def decode(row: NodeRow, previous: Decoded | None = None,
         # Only balancers read them, for the hosts they look at; the text
         # is kept for them only if it may hold some.
         entries = (functools.partial(instance_entries, row.metrics)
-                   if _may_hold_instances(row.metrics) else list)
+                   if _may_hold_instances(row.metrics) else None)
     else:
         found_entries: list[dict] = []
         metrics, bad_metrics = decode_metrics(row.metrics, problems,
                                                found_entries)
-        entries = functools.partial(list, found_entries)
+        entries = (functools.partial(list, found_entries) if found_entries
+                   else None)
     if previous is not None and previous.text[1:] == (row.cpu_info,
                                                        row.networks):
         # Reports change the metrics only: the node's description is
@@ -300,8 +306,9 @@ def decode(row: NodeRow, previous: Decoded | None = None,
         networks = decode_networks(row.networks, found)
         column_problems = tuple(found)
     problems.extend(column_problems)
-    instances = instance_metrics_mod.OnFirstUse(entries,
-                                                row.hypervisor_hostname)
+    instances = (_NO_INSTANCES if entries is None else
+                 instance_metrics_mod.OnFirstUse(entries,
+                                                 row.hypervisor_hostname))
     decoded = Decoded(
         text=(metrics_key(row.metrics), row.cpu_info, row.networks),
         metrics=metrics, bad_metrics=bad_metrics,
