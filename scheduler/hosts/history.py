@@ -5,10 +5,10 @@ The host cache appends a node's metrics when a decoded report carries a
 newer timestamp for them (``appended``), and hands the result to the
 node's next ``HostState`` as ``metric_history``. A history is never
 changed, only replaced: host states built from older reports keep
-theirs. Each metric's reports are one ``array('d')`` of timestamps
-(seconds since 1970) and values, interleaved, and one of their running
-sums: 32 bytes per report and metric plus about 300 bytes per metric
-(docs/operator-guide.md, "Load-aware weighing").
+theirs. Each metric's reports are one ``array('d')`` of records of
+four: timestamp (seconds since 1970), value, and the running sum and
+sum of squares of the values: 32 bytes per report and metric plus about
+250 bytes per metric (docs/operator-guide.md, "Load-aware weighing").
 """
 
 import bisect
@@ -27,6 +27,12 @@ from scheduler.hosts.table import epoch
 #: Reports held per metric whatever the window: a node reporting every
 #: second must not hold 3,600 per hour of window.
 MAX_REPORTS = 720
+
+#: Doubles per held report: time, value, running sum, running sum of
+#: squares. One array per metric rather than one of (time, value) pairs
+#: and one of sums: the cache holds 20 metrics of every host, and an
+#: array object and its dict entry cost more than a report's values.
+_RECORD = 4
 
 
 class _Reading(Protocol):
@@ -57,52 +63,36 @@ def _statistic(stat: str, values: Sequence[float]) -> float:
     return values[-1]
 
 
-def _start(pairs: array, after: float) -> int:
-    """The index in ``pairs`` (time, value, time, value, ...) of the
-    first report newer than ``after``."""
+def _start(records: array, after: float) -> int:
+    """The index in ``records`` (``_RECORD`` doubles a report, its time
+    first) of the first report newer than ``after``."""
     # Most often all held reports are: a history's window is mostly the
     # one it is asked about.
-    if pairs[0] > after:
+    if records[0] > after:
         return 0
-    return 2 * bisect.bisect_right(memoryview(pairs)[0::2], after)
+    return _RECORD * bisect.bisect_right(
+        memoryview(records)[0::_RECORD], after)
 
 
-def _window_start(pairs: array, window: float) -> int:
+def _window_start(records: array, window: float) -> int:
     """The index of the first report within ``window`` seconds of the
     newest, which is always in (however small the window)."""
-    return min(_start(pairs, pairs[-2] - window), len(pairs) - 2)
-
-
-def _running_sums(pairs: array) -> array:
-    """Running (sum, sum of squares) of the values of ``pairs``,
-    interleaved, one pair per report."""
-    sums = array("d")
-    total = squares = 0.0
-    for value in pairs[1::2]:
-        total += value
-        squares += value * value
-        sums.extend((total, squares))
-    return sums
+    return min(_start(records, records[-_RECORD] - window),
+               len(records) - _RECORD)
 
 
 class MetricHistory:
     """The held reports of one node's metrics, by metric name."""
 
-    __slots__ = ("_series", "_sums", "_memo")
+    __slots__ = ("_series", "_memo")
 
-    def __init__(self, series: Mapping[str, array] | None = None,
-                 sums: Mapping[str, array] | None = None):
-        # One array per metric, times and values interleaved: a second
-        # array and a tuple per metric cost more than the values of an
-        # hour of reports.
-        self._series: dict[str, array] = dict(series or {})
-        # Running sums beside them: a window's mean and stddev in constant
-        # time. An instance history of 6 h holds 360 reports, and each
-        # report of a node asks them for every instance on it.
-        sums = sums or {}
-        self._sums: dict[str, array] = {
-            name: sums.get(name) or _running_sums(pairs)
-            for name, pairs in self._series.items()}
+    def __init__(self, series: dict[str, array] | None = None):
+        # One array of records per metric (``_RECORD``), taken over, not
+        # copied: only ``appended_readings`` builds them. The running sums
+        # give a window's mean and stddev in constant time: an instance
+        # history of 6 h holds 360 reports, and each report of a node
+        # asks them for every instance on it.
+        self._series: dict[str, array] = {} if series is None else series
         # Statistics by (metric, stat, window): every host version is
         # asked for the same few, by several requests. A race computes
         # one twice, harmlessly. ("moments" holds a (mean, stddev) pair.)
@@ -117,10 +107,15 @@ class MetricHistory:
         # holds an equal history.
         if not isinstance(other, MetricHistory):
             return NotImplemented
-        return self._series == other._series
+        # Times and values only: the running sums of the same reports
+        # differ by where the history began.
+        mine, theirs = self._series, other._series
+        return mine.keys() == theirs.keys() and all(
+            mine[name][column::_RECORD] == theirs[name][column::_RECORD]
+            for name in mine for column in (0, 1))
 
     def __hash__(self) -> int:
-        return hash(tuple((name, len(pairs)) for name, pairs in
+        return hash(tuple((name, len(records)) for name, records in
                           sorted(self._series.items())))
 
     def names(self) -> list[str]:
@@ -128,7 +123,7 @@ class MetricHistory:
 
     def reports(self, name: str) -> int:
         """How many reports of ``name`` are held."""
-        return len(self._series.get(name, ())) // 2
+        return len(self._series.get(name, ())) // _RECORD
 
     def series(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(timestamps as ``table.epoch()`` seconds, values), oldest
@@ -136,9 +131,9 @@ class MetricHistory:
         found = self._series.get(name)
         if found is None:
             return None
-        pairs = np.frombuffer(found, dtype=float)
-        pairs.flags.writeable = False
-        return pairs[0::2], pairs[1::2]
+        records = np.frombuffer(found, dtype=float)
+        records.flags.writeable = False
+        return records[0::_RECORD], records[1::_RECORD]
 
     def statistic(self, name: str, stat: str,
                   window: float) -> float | None:
@@ -151,14 +146,14 @@ class MetricHistory:
             memo = self._memo = {}
         elif key in memo:
             return memo[key]
-        pairs = self._series.get(name)
+        records = self._series.get(name)
         value = None
-        if pairs is not None:
-            start = _window_start(pairs, window)
+        if records is not None:
+            start = _window_start(records, window)
             if stat in ("mean", metric_stat.STDDEV):
                 value = self._moment(name, stat, start)
             else:
-                value = _statistic(stat, pairs[start + 1::2])
+                value = _statistic(stat, records[start + 1::_RECORD])
         memo[key] = value
         return value
 
@@ -173,26 +168,26 @@ class MetricHistory:
             memo = self._memo = {}
         elif key in memo:
             return memo[key]
-        pairs = self._series.get(name)
-        found = (None if pairs is None
-                 else self._moments(name, _window_start(pairs, window)))
+        records = self._series.get(name)
+        found = (None if records is None
+                 else self._moments(name, _window_start(records, window)))
         memo[key] = found
         return found
 
     def _moment(self, name: str, stat: str, start: int) -> float:
         """Mean or stddev of the reports of ``name`` from the one at
-        ``start`` (its index in the interleaved pairs), by running sums."""
+        ``start`` (its index in the records), by running sums."""
         mean, stddev = self._moments(name, start)
         return mean if stat == "mean" else stddev
 
     def _moments(self, name: str, start: int) -> tuple[float, float]:
-        pairs, sums = self._series[name], self._sums[name]
-        count = (len(pairs) - start) // 2
-        first = pairs[start + 1]
+        records = self._series[name]
+        count = (len(records) - start) // _RECORD
+        first = records[start + 1]
         # The sums before the window: the running sums at its first
         # report, without that report.
-        total = sums[-2] - (sums[start] - first)
-        squares = sums[-1] - (sums[start + 1] - first * first)
+        total = records[-2] - (records[start + 2] - first)
+        squares = records[-1] - (records[start + 3] - first * first)
         mean = total / count
         return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
 
@@ -202,9 +197,16 @@ class MetricHistory:
         newer than what is held, reports older than ``window`` seconds
         before the newest dropped; metrics the report no longer carries
         are dropped. A window of 0 keeps the newest report only."""
-        return self.appended_readings(
-            {name: (epoch(metric.timestamp), float(metric.value))
-             for name, metric in metrics.items()}, window)
+        readings = {}
+        # A report's metrics mostly share one timestamp object
+        # (``metric_entries.cached_timestamp``): converted once.
+        stamp = when = None
+        for name, metric in metrics.items():
+            if metric.timestamp is not stamp:
+                stamp = metric.timestamp
+                when = epoch(stamp)
+            readings[name] = (when, float(metric.value))
+        return self.appended_readings(readings, window)
 
     def appended_readings(self, readings: Mapping[str, tuple[float, float]],
                           window: float) -> "MetricHistory":
@@ -212,40 +214,43 @@ class MetricHistory:
         by name: the host cache reads instance entries straight into
         that form, 20 or more of them a report."""
         series: dict[str, array] = {}
-        sums: dict[str, array] = {}
-        held_series, held_sums = self._series, self._sums
+        held_series = self._series
+        # A history at MAX_REPORTS drops one more report than the window.
+        full = _RECORD * MAX_REPORTS
         for name, (when, value) in readings.items():
             held = held_series.get(name)
             if held is None:
-                series[name] = array("d", (when, value))
                 # 0.0 + value, as a running sum from zero gives (-0.0).
-                sums[name] = array("d", (0.0 + value, value * value))
+                series[name] = array("d", (when, value, 0.0 + value,
+                                           value * value))
                 continue
-            if when <= held[-2]:
-                series[name], sums[name] = held, held_sums[name]
+            if when <= held[-_RECORD]:
+                series[name] = held
                 continue
+            # The two common cases inline (this runs for every metric of
+            # every report): nothing leaves the window, or its oldest.
             cutoff = when - window
-            if len(held) > 2 and held[0] <= cutoff < held[2]:
-                start = 2  # a full window drops its oldest report
+            if held[0] > cutoff:
+                start = 0
+            elif len(held) > _RECORD and cutoff < held[_RECORD]:
+                start = _RECORD
             else:
                 start = _start(held, cutoff)
-            start = max(start, len(held) + 2 - 2 * MAX_REPORTS)
-            pairs = held[start:]
-            pairs.extend((when, value))
-            running = held_sums[name][start:]
-            if running:
-                running.extend((running[-2] + value,
-                                running[-1] + value * value))
+            if len(held) - start >= full:
+                start = len(held) + _RECORD - full
+            records = held[start:]
+            if records:
+                records.extend((when, value, records[-2] + value,
+                                records[-1] + value * value))
             else:
-                running.extend((0.0 + value, value * value))
-            series[name], sums[name] = pairs, running
-        return MetricHistory(series, sums)
+                records.extend((when, value, 0.0 + value, value * value))
+            series[name] = records
+        return MetricHistory(series)
 
     def nbytes(self) -> int:
         """Bytes the held values take (not counting Python overhead)."""
-        return sum(pairs.itemsize * len(pairs)
-                   for held in (self._series, self._sums)
-                   for pairs in held.values())
+        return sum(records.itemsize * len(records)
+                   for records in self._series.values())
 
 
 #: The history of a node never reported.

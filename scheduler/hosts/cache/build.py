@@ -17,8 +17,18 @@ class Entry(NamedTuple):
     state: HostState
     decoded: decode.Decoded
     #: What the state was built from, to tell on a full load whether
-    #: anything changed.
+    #: anything changed: ``(kept_row(row), claims, ratios)``.
     source: tuple
+
+
+_METRICS = NodeRow._fields.index("metrics")
+
+
+def kept_row(row: NodeRow) -> NodeRow:
+    """``row`` as the cache keeps it: its metrics text as
+    ``decode.metrics_key`` (the decoding holds what was read from it)."""
+    return NodeRow._make((*row[:_METRICS], decode.metrics_key(row.metrics),
+                          *row[_METRICS + 1:]))
 
 
 def build_state(row: NodeRow,

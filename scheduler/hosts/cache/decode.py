@@ -5,6 +5,8 @@ and the node is scheduled on for what remains (docs/operator-guide.md)."""
 import functools
 import json
 import sys
+import types
+from collections.abc import Callable
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -29,9 +31,11 @@ LOG = logging.getLogger(__name__)
 
 # Tuples, not dataclasses: one of each is made per changed row.
 class Decoded(NamedTuple):
-    """The JSON columns of one row as text and as decoded values."""
+    """The JSON columns of one row as decoded values, and what tells
+    whether they changed."""
 
-    text: tuple[str, str, str]
+    #: ``(metrics_key(metrics), cpu_info, networks)`` of the row.
+    text: tuple[tuple[int, int], str, str]
     metrics: dict[str, Metric]
     bad_metrics: frozenset[str]
     instance_metrics: Mapping[str, Mapping[str, Metric]]
@@ -44,6 +48,21 @@ class Decoded(NamedTuple):
     #: instance.cpu.percent by instance uuid, up to this report
     #: (``[metrics] instance_history_window``; empty when 0).
     instance_history: history_mod.MetricHistory = history_mod.EMPTY
+
+
+def metrics_key(text: str) -> tuple[int, int]:
+    """What the cache keeps of a row's metrics text: its length and hash,
+    enough for a full load to tell whether a row changed without moving
+    its change key. The text itself is most of a host's memory (a report
+    is a few KB), and what the cache needs of it is decoded.
+    """
+    return len(text), hash(text)
+
+
+def _may_hold_instances(text: str) -> bool:
+    """Whether a report's text may hold instance entries: a JSON key
+    ``instance`` is spelt ``"instance"`` unless escaped (``\\u``)."""
+    return '"instance"' in text or "\\u" in text
 
 
 def load_json(text: str, column: str, problems: list[str]) -> object:
@@ -75,6 +94,10 @@ class _Entry(msgspec.Struct, gc=False):
 
 
 _read_entries = msgspec.json.Decoder(list[_Entry]).decode
+#: The instance entries of every report that holds none: one read-only
+#: mapping, not an object (and a lock) per host and report.
+_NO_INSTANCES: Mapping[str, Mapping[str, Metric]] = types.MappingProxyType(
+    {})
 _LARGEST = sys.float_info.max
 _INSTANCE_CPU = instance_metrics_mod.CPU_PERCENT
 
@@ -97,6 +120,7 @@ def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
     stamps = recent_stamps()
     metrics: dict[str, Metric] = {}
     unset = msgspec.UNSET
+    intern = sys.intern
     for entry in entries:
         if entry.instance is not unset:
             if instance_found is not None:
@@ -113,8 +137,12 @@ def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
         if timestamp is None:
             return None
         source = entry.source
-        metrics[name] = Metric(value, timestamp,
-                               "" if source is None else source)
+        # Interned: every host reports the same few names and sources,
+        # and the cache holds a copy of each per host otherwise (two
+        # thirds of a host's metrics' memory). An interned string is
+        # freed with its last holder.
+        metrics[intern(name)] = Metric(
+            value, timestamp, "" if source is None else intern(source))
     return metrics
 
 
@@ -222,6 +250,25 @@ def _cpu_readings(entries: list[_Entry]
     return readings
 
 
+def _well_formed_entries(text: str, in_report: list[_Entry] | None
+                         ) -> tuple[Callable[[], list[dict]] | None,
+                                    dict[str, tuple[float, float]] | None]:
+    """A well-formed report's instance entries, to be read when first
+    used, and its instance.cpu.percent readings when ``in_report`` holds
+    its instance entries (None when one is irregular: the entries are
+    then decoded, and their problems logged, from the parse at hand)."""
+    # Only balancers read them, for the hosts they look at; the text is
+    # kept for them only if it may hold some.
+    entries = (functools.partial(instance_entries, text)
+               if _may_hold_instances(text) else None)
+    readings = None
+    if in_report is not None:
+        readings = _cpu_readings(in_report)
+        if readings is None:
+            entries = functools.partial(_as_dicts, in_report)
+    return entries, readings
+
+
 def _as_dicts(entries: list[_Entry]) -> list[dict]:
     """Instance entries as the entry-by-entry decoding takes them."""
     return [{"name": entry.name, "instance": entry.instance,
@@ -268,18 +315,13 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     readings = None
     if metrics is not None:
         bad_metrics: frozenset[str] = frozenset()
-        # Only balancers read them, for the hosts they look at.
-        entries = functools.partial(instance_entries, row.metrics)
-        if in_report is not None:
-            readings = _cpu_readings(in_report)
-            if readings is None:
-                # Decoded (and logged) from the parse at hand.
-                entries = functools.partial(_as_dicts, in_report)
+        entries, readings = _well_formed_entries(row.metrics, in_report)
     else:
         found_entries: list[dict] = []
         metrics, bad_metrics = decode_metrics(row.metrics, problems,
                                                found_entries)
-        entries = functools.partial(list, found_entries)
+        entries = (functools.partial(list, found_entries) if found_entries
+                   else None)
     if previous is not None and previous.text[1:] == (row.cpu_info,
                                                        row.networks):
         # Reports change the metrics only: the node's description is
@@ -292,10 +334,11 @@ def decode(row: NodeRow, previous: Decoded | None = None,
         networks = decode_networks(row.networks, found)
         column_problems = tuple(found)
     problems.extend(column_problems)
-    instances = instance_metrics_mod.OnFirstUse(entries,
-                                                row.hypervisor_hostname)
+    instances = (_NO_INSTANCES if entries is None else
+                 instance_metrics_mod.OnFirstUse(entries,
+                                                 row.hypervisor_hostname))
     decoded = Decoded(
-        text=(row.metrics, row.cpu_info, row.networks),
+        text=(metrics_key(row.metrics), row.cpu_info, row.networks),
         metrics=metrics, bad_metrics=bad_metrics,
         instance_metrics=instances, cpu_info=cpu_info, networks=networks,
         column_problems=column_problems,

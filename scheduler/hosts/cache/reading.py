@@ -25,6 +25,7 @@ from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.build import claims_by_node
+from scheduler.hosts.cache.build import kept_row
 from scheduler.hosts.expected_load import pending_cpu_fraction
 from scheduler.hosts.table import epoch
 
@@ -261,12 +262,17 @@ class RefreshReads:
             **claims_by_node(allocations), **(kept_claims or {})}
         entries = {}
         decoded_rows = 0
+        # Options read once per refresh, not once per row: an oslo.config
+        # lookup costs about a microsecond, a report some tens.
+        windows = (self.conf.metrics.history_window,
+                   self.conf.metrics.instance_history_window)
+        pending_fraction = pending_cpu_fraction(self.conf)
         for index, row in enumerate(rows):
             slice_rows = host_queries.PACE_ROWS
             if pace is not None and index % slice_rows == slice_rows - 1:
                 pace()
             claims = by_node.get(row.id, ())
-            source = (row, tuple(claims), ratios)
+            source = (kept_row(row), tuple(claims), ratios)
             previous = self._entries.get(row.id)
             old = previous if reuse else None
             if old is not None and old.source == source:
@@ -277,15 +283,13 @@ class RefreshReads:
             decoded = self._reusable(old, row)
             if decoded is None:
                 decoded = decode.decode(
-                    row, previous and previous.decoded,
-                    self.conf.metrics.history_window,
-                    self.conf.metrics.instance_history_window)
+                    row, previous and previous.decoded, *windows)
                 decoded_rows += 1
             same_claims = (previous.state if kept_claims and previous
                            and row.id in kept_claims else None)
             entries[row.id] = Entry(
                 build_state(row, claims, decoded, ratios, same_claims,
-                            pending_cpu_fraction(self.conf)),
+                            pending_fraction),
                 decoded, source)
         return entries, decoded_rows
 
@@ -295,11 +299,12 @@ class RefreshReads:
         """The cached decoding of a row whose JSON columns did not
         change, on a full load.
 
-        The text is compared, not the change key: a full load is the
-        safety net for a writer that changed a row without moving its
-        key.
+        The columns are compared (the metrics by ``metrics_key``), not
+        the change key: a full load is the safety net for a writer that
+        changed a row without moving its key.
         """
-        if entry is None or entry.decoded.text != (row.metrics, row.cpu_info,
-                                                   row.networks):
+        if entry is None or entry.decoded.text != (
+                decode.metrics_key(row.metrics), row.cpu_info,
+                row.networks):
             return None
         return entry.decoded

@@ -199,3 +199,18 @@ def test_a_window_shorter_than_the_float_spacing_holds_the_newest():
                              3600.0)
     assert held.statistic("m", "mean", 1e-9) == 30.0
     assert held.moments("m", 1e-9) == (30.0, 0.0)
+
+
+def test_histories_of_the_same_reports_are_equal_wherever_they_began():
+    # The running sums of a history that dropped older reports differ
+    # from those of one that never held them; the reports do not.
+    longer = reports([5.0, 10.0, 20.0], window=90.0)
+    shorter = history.EMPTY
+    for minute, value in ((1, 10.0), (2, 20.0)):
+        shorter = shorter.appended(
+            {"cpu.percent": Metric(value, T0 + minute * MINUTE)}, 90.0)
+    assert longer.series("cpu.percent")[1].tolist() == [10.0, 20.0]
+    assert longer == shorter
+    assert hash(longer) == hash(shorter)
+    assert longer != reports([5.0, 10.0, 21.0], window=90.0)
+    assert longer.statistic("cpu.percent", "mean", 90.0) == 15.0

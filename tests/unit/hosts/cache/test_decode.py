@@ -148,3 +148,23 @@ def test_a_twice_reported_instance_keeps_its_first_reading(caplog):
     got = decode.decode(_row(entries), None, 0.0, 3600.0)
     assert got.instance_history.statistic("u1", "mean", 3600.0) == 30.0
     assert "u1: instance.cpu.percent is reported twice" in caplog.text
+
+
+@pytest.mark.parametrize("key", ['"instance"', '"\\u0069nstance"'])
+def test_instance_entries_are_read_from_a_report_holding_some(key):
+    # The text is kept for them only when it may hold some: an escaped
+    # key is one too.
+    text = ('[{"name": "cpu.percent", "value": 1.0, "timestamp": '
+            f'"{STAMP}"}}, {{"name": "instance.memory.used", {key}: "u1", '
+            f'"value": 5.0, "timestamp": "{STAMP}"}}]')
+    row = _row([])._replace(metrics=text)
+    got = decode.decode(row)
+    assert got.metrics["cpu.percent"].value == 1.0
+    assert got.instance_metrics["u1"]["instance.memory.used"].value == 5.0
+    assert got.text[0] == decode.metrics_key(text)
+
+
+def test_a_report_without_instance_entries_has_none():
+    got = decode.decode(_row([{"name": "cpu.percent", "value": 1.0,
+                               "timestamp": STAMP}]))
+    assert dict(got.instance_metrics) == {}

@@ -1,7 +1,9 @@
 """scheduler.hosts.cache.manager.HostManager: full and incremental
 refreshes of the host cache."""
 
+import gc
 import json
+import types
 
 from scheduler.db import models
 from scheduler.hosts import state as hs
@@ -209,3 +211,52 @@ def test_change_older_than_the_overlap_waits_for_a_full_refresh(
     clock.now += 60
     assert by_host(manager.host_states())["b"].vcpus == 64
     assert manager.last_refresh.full
+
+
+def test_full_load_sees_a_report_written_without_moving_the_key(
+        conf, engine, manager, clock):
+    # The cache keeps a report's text as its length and hash only: the
+    # full load, the safety net for such a writer, still tells.
+    conf.set_override("full_refresh_interval", 60, group="filter_scheduler")
+    when = models.utcnow() - 120 * SECOND
+    node = add_node(engine, "a", when=when)
+    host = manager.host_states()[0]
+    text = metrics_json(when, cpu_percent=77.0, memory_free=8 * 1024 ** 3)
+    update_node(engine, node, metrics=text, changed_at=when)
+    clock.now += 60
+    again = manager.host_states()[0]
+    assert manager.last_refresh.full and manager.last_refresh.rows_decoded
+    assert again.metrics["cpu.percent"].value == 77.0
+    assert host.metrics["cpu.percent"].value == 10.0
+    clock.now += 60
+    assert manager.host_states()[0] is again
+    assert manager.last_refresh.full and not manager.last_refresh.rows_decoded
+
+
+def _strings_held(root: object, depth: int = 6) -> list[str]:
+    """The strings reachable from ``root`` in at most ``depth`` steps."""
+    found, seen, layer = [], set(), [root]
+    for _ in range(depth):
+        following = []
+        for held in layer:
+            if id(held) in seen or isinstance(held, type | types.ModuleType):
+                continue
+            seen.add(id(held))
+            if isinstance(held, str):
+                found.append(held)
+            else:
+                following.extend(gc.get_referents(held))
+        layer = following
+    return found
+
+
+def test_the_cache_keeps_no_report_text(engine, manager):
+    # A report is a few KB of text, most of a host's memory: the cache
+    # keeps what it decoded, not the text (but for instance entries).
+    add_node(engine, "a")
+    manager.host_states()
+    entry = next(iter(manager._entries.values()))
+    assert "cpu.percent" in entry.state.metrics
+    assert not [held for held in _strings_held(entry)
+                if '"cpu.percent"' in held]
+    assert entry.decoded.instance_metrics == {}
