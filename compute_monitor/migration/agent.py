@@ -91,6 +91,8 @@ class MigrationAgent:
             refused = self.store.take(row)
             if refused is not None:
                 LOG.debug("Migration %s waits: %s", row.uuid, refused)
+                if isinstance(refused, store_mod.SourceFull):
+                    break
                 continue
             LOG.info("Migration %s taken: instance %s from %s to %s",
                      row.uuid, row.instance_uuid, row.source_host,

@@ -41,6 +41,11 @@ FAILED = migrations_mod.FAILED
 CANCELLED = migrations_mod.CANCELLED
 
 
+class SourceFull(str):
+    """A take refused by [migration] max_outgoing_per_host: every other
+    move leaving the source is refused too, until one ends."""
+
+
 class AgentStore:
     """The migrations of ``[database] connection``, as agent ``agent``
     (``host:pid``) sees them."""
@@ -74,8 +79,9 @@ class AgentStore:
             outgoing, incoming = migration_agent_sql.running_counts(
                 connection, row.source_node_id, row.dest_node_id)
             if outgoing >= limits.max_outgoing_per_host:
-                return (f"{outgoing} moves already leave {row.source_host} "
-                        f"([migration] max_outgoing_per_host)")
+                return SourceFull(
+                    f"{outgoing} moves already leave {row.source_host} "
+                    f"([migration] max_outgoing_per_host)")
             if incoming >= limits.max_incoming_per_host:
                 return (f"{incoming} moves already enter {row.dest_host} "
                         f"([migration] max_incoming_per_host)")

@@ -221,3 +221,24 @@ def test_a_move_gets_the_policys_share_of_the_bandwidth(agent_config):
     migrate, = (call for call in domain.calls if call[0] == "migrate")
     # minimal_downtime runs 2 moves at once (maxMigrations): 500 Mbps each.
     assert migrate[2]["bandwidth"] == int(500 * 1_000_000 / 8 / 2**20)
+
+
+class _CountingStore(store_mod.AgentStore):
+    takes = 0
+
+    def take(self, row):
+        self.takes += 1
+        return super().take(row)
+
+
+def test_a_full_source_stops_the_cycles_takes(agent_config):
+    engine, h0, h1 = fleet(agent_config)
+    agent_config.set_override("max_outgoing_per_host", 1, group="migration")
+    for _ in range(3):
+        plan(engine, h0, h1)
+    other = store_mod.AgentStore(agent_config, "h0:99")
+    assert other.take(other.planned_from(h0)[0]) is None
+    store = _CountingStore(agent_config, "h0:1")
+    agent = agent_mod.MigrationAgent(agent_config, libvirt_module({}), store)
+    agent.cycle()
+    assert store.takes == 1 and agent._threads == {}
