@@ -4,10 +4,13 @@ node's planned outgoing moves the per-host limits allow and carries
 each out in a thread of its own (``mover``), recording the outcome and
 moving the claims (``store``).
 
-Bandwidth: the cluster's setting (REST API) or [migration] bandwidth,
-in Mbps or ``auto`` (the link speed of [migration_agent]
-migration_interface), divided by the moves running out of this node
-at each heartbeat; ``hypervisor_default`` leaves it to libvirt.
+Bandwidth, as the balancer works it out when it plans the move
+(``bandwidth_per_migration``): the cluster's setting (REST API) or
+[migration] bandwidth, in Mbps or ``auto`` (the link speed of
+[migration_agent] migration_interface), divided by the move's migration
+policy's maxMigrations (the most moves a host runs at once under it);
+``hypervisor_default`` leaves it to libvirt. Every move starts with its
+share, so the moves of a node never sum past the link.
 """
 
 import os
@@ -72,12 +75,12 @@ class MigrationAgent:
 
     def cycle(self) -> None:
         """Reap expired leases, then start what the limits allow."""
-        reaper.reap(self.conf, self.libvirt, self.store)
+        self._threads = {uuid: thread for uuid, thread
+                         in self._threads.items() if thread.is_alive()}
+        reaper.reap(self.conf, self.libvirt, self.store, set(self._threads))
         node_id = self._own_node()
         if node_id is None:
             return
-        self._threads = {uuid: thread for uuid, thread
-                         in self._threads.items() if thread.is_alive()}
         for row in self.store.planned_from(node_id):
             if row.uuid in self._threads:
                 continue
@@ -88,6 +91,8 @@ class MigrationAgent:
             refused = self.store.take(row)
             if refused is not None:
                 LOG.debug("Migration %s waits: %s", row.uuid, refused)
+                if isinstance(refused, store_mod.SourceFull):
+                    break
                 continue
             LOG.info("Migration %s taken: instance %s from %s to %s",
                      row.uuid, row.instance_uuid, row.source_host,
@@ -132,7 +137,7 @@ class MigrationAgent:
         while True:
             try:
                 ended = self.store.finish(row.uuid, outcome.state,
-                                          _line(outcome.reason))
+                                          outcome.reason)
                 break
             except sa_exc.SQLAlchemyError as e:
                 LOG.error("Migration %s ended %s but cannot be recorded, "
@@ -140,9 +145,7 @@ class MigrationAgent:
                 if self._stop.wait(self.conf.migration_agent.poll_interval):
                     return
         if not ended:
-            LOG.error("Migration %s ended %s, but this agent no longer "
-                      "holds it: the agent that took it over records it",
-                      row.uuid, outcome.state)
+            self._record_lost(row, outcome)
             return
         log = LOG.info if outcome.state == mover_mod.COMPLETED else LOG.error
         log("Migration %s of instance %s from %s to %s %s%s", row.uuid,
@@ -169,50 +172,61 @@ class MigrationAgent:
                 return mover_mod.Outcome(
                     mover_mod.FAILED, f"instance {row.instance_uuid} is not "
                     f"on {row.source_host} ({conf.libvirt_uri})")
-            total = self._total_mib(row.cluster)
             mover = mover_mod.Mover(
                 self.libvirt, domain, policy,
                 agent_conf.host_uri(conf.destination_uri, row.dest_host),
                 agent_conf.host_uri(conf.migration_uri, row.dest_host),
                 conf.poll_interval,
-                lambda progress: self._beat(row.uuid, progress, total))
-            return mover.run(self._share(total, 1))
+                lambda progress: self._beat(row.uuid, progress))
+            return mover.run(self._bandwidth_mib(policy, row.cluster))
         finally:
             connection.close()
 
-    def _beat(self, migration_uuid: str, progress: int | None,
-              total: int | None) -> mover_mod.Beat:
+    def _record_lost(self, row, outcome: mover_mod.Outcome) -> None:
+        """The move ended but its lease was gone (an agent took it over).
+        Completed, the guest runs on the destination whatever the taker
+        recorded: a move the taker ended otherwise (it looked before the
+        landing) is set completed and the claim follows the guest; one
+        still running is the taker's, which finds the guest there."""
+        if outcome.state != mover_mod.COMPLETED:
+            LOG.error("Migration %s ended %s, but this agent no longer "
+                      "holds it: the agent that took it over records it",
+                      row.uuid, outcome.state)
+            return
+        if self.store.record_landed(row.uuid):
+            LOG.error("Migration %s completed after this agent lost its "
+                      "lease, and was recorded otherwise: now recorded "
+                      "completed, instance %s's claim moved to %s",
+                      row.uuid, row.instance_uuid, row.dest_host)
+        else:
+            LOG.error("Migration %s completed after this agent lost its "
+                      "lease: instance %s runs on %s; the agent that took "
+                      "the move over records it", row.uuid,
+                      row.instance_uuid, row.dest_host)
+
+    def _beat(self, migration_uuid: str,
+              progress: int | None) -> mover_mod.Beat:
         try:
-            held, cancel, running = self.store.heartbeat(migration_uuid,
-                                                         progress)
+            held, cancel = self.store.heartbeat(migration_uuid, progress)
         except sa_exc.SQLAlchemyError as e:
             # The move goes on; the lease runs out only if this lasts.
             LOG.warning("Migration %s: heartbeat failed: %s",
                         migration_uuid, e)
-            return mover_mod.Beat(True, False, None)
-        return mover_mod.Beat(held, cancel, self._share(total, running))
+            return mover_mod.Beat(True, False)
+        return mover_mod.Beat(held, cancel)
 
-    @staticmethod
-    def _share(total: int | None, running: int) -> int | None:
-        if total is None:
-            return None
-        return max(1, total // max(1, running))
-
-    def _total_mib(self, cluster: str | None) -> int | None:
-        """The bandwidth of this node's moves in MiB/s; None: libvirt's."""
+    def _bandwidth_mib(self, policy: migration_policies.MigrationPolicy,
+                       cluster: str | None) -> int | None:
+        """The move's bandwidth in MiB/s; None: libvirt's."""
         setting = self.store.bandwidth_setting(cluster)
+        link = None
         if setting == migration_conf.BANDWIDTH_AUTO:
             interface = self.conf.migration_agent.migration_interface
             stats = psutil.net_if_stats().get(interface or "")
-            setting = stats.speed if stats and stats.speed > 0 else None
-        if not isinstance(setting, int):
+            link = stats.speed if stats and stats.speed > 0 else None
+        mbps = migration_policies.bandwidth_per_migration(
+            self.conf, policy, link, None, setting)
+        if mbps is None:
             return None
-        return max(1, int(setting * _MBPS_TO_MIB))
-
-
-def _line(reason: str | None) -> str | None:
-    """One line that fits the reason column."""
-    if reason is None:
-        return None
-    return " ".join(reason.split())[:255]
+        return max(1, int(mbps * _MBPS_TO_MIB))
 

@@ -70,7 +70,9 @@ agent_opts = [
         min=2,
         help="Seconds a running move stays held without a heartbeat from "
         "its agent; then any agent takes it over and ends it by where "
-        "the instance runs (a dead agent's move does not stay running).",
+        "the instance runs (a dead agent's move does not stay running). "
+        "At least 3 x poll_interval: a live agent misses two heartbeats "
+        "before it loses a move it is carrying out.",
     ),
 ]
 
@@ -84,13 +86,23 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(agent_opts, group="migration_agent")
 
 
+#: How many polls (heartbeats) a lease lasts at least.
+LEASE_POLLS = 3
+
+
 def validate(conf: cfg.ConfigOpts) -> None:
-    """ConfigError (exit 2) for a destination URI without {host}."""
-    uri = conf.migration_agent.destination_uri
-    if HOST_FIELD not in uri:
+    """ConfigError (exit 2) for a destination URI without {host}, or a
+    lease shorter than LEASE_POLLS heartbeats."""
+    group = conf.migration_agent
+    if HOST_FIELD not in group.destination_uri:
         raise exception.ConfigError(
-            "migration_agent", "destination_uri", uri,
+            "migration_agent", "destination_uri", group.destination_uri,
             "a libvirt URI naming the destination as {host}")
+    if group.lease < LEASE_POLLS * group.poll_interval:
+        raise exception.ConfigError(
+            "migration_agent", "lease", group.lease,
+            f"at least {LEASE_POLLS} x [migration_agent] poll_interval "
+            f"({group.poll_interval}), so that a live agent keeps its moves")
 
 
 def host_uri(template: str, host: str) -> str:

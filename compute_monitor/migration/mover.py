@@ -15,8 +15,8 @@ iteration counts as a stalled one (the first is the bulk copy; every
 other means the pages dirtied meanwhile did not fit in the allowed
 downtime) and fires the schedule's next item: setDowntime
 (migrateSetMaxDowntime), postcopy (migrateStartPostCopy) or abort
-(abortJob). Bandwidth: migrateSetMaxSpeed with the share the agent
-gives the move.
+(abortJob). Bandwidth: the share the agent gives the move, set when the
+job starts.
 """
 
 import dataclasses
@@ -39,12 +39,10 @@ CANCELLED = "cancelled"
 @dataclasses.dataclass(frozen=True)
 class Beat:
     """What the agent answers a running move's heartbeat: whether it
-    still holds the move, whether an operator cancelled it, and the
-    bandwidth share in MiB/s (None: libvirt's default)."""
+    still holds the move, and whether an operator cancelled it."""
 
     held: bool
     cancel: bool
-    bandwidth_mib: int | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,11 +108,22 @@ class Mover:
         self._error: str | None = None
         #: Why the agent ended the job itself (Outcome), if it did.
         self._stopped: Outcome | None = None
-        self._bandwidth: int | None = None
         self._stalled = 0
+        #: Whether libvirt accepted the switch to post-copy.
+        self._postcopy = False
 
     def run(self, bandwidth_mib: int | None) -> Outcome:
-        """Migrate, steering until libvirt's job ends."""
+        """Migrate at ``bandwidth_mib`` MiB/s (None: libvirt's default),
+        steering until libvirt's job ends: the outcome the job reached,
+        whatever happens to the steering."""
+        beat = self.beat(0)
+        # The lease is checked just before the job starts: a move whose
+        # lease went meanwhile is another agent's to end, not to start.
+        if not beat.held:
+            return Outcome(FAILED, "this agent lost its lease before the "
+                           "move started")
+        if beat.cancel:
+            return Outcome(CANCELLED, "cancelled by an operator")
         for action in self.schedule.initial_actions():
             self._apply(action)
         params = {}
@@ -122,20 +131,35 @@ class Mover:
             params[self.libvirt.VIR_MIGRATE_PARAM_URI] = self.migration_uri
         if bandwidth_mib:
             params[self.libvirt.VIR_MIGRATE_PARAM_BANDWIDTH] = bandwidth_mib
-            self._bandwidth = bandwidth_mib
         flags = migration_flags(self.libvirt, self.policy,
                                 bool(self.domain.isPersistent()))
         worker = threading.Thread(target=self._migrate, args=(params, flags),
                                   name=f"migrate-{self.domain.UUIDString()}",
                                   daemon=True)
         worker.start()
-        while not self._done.wait(self.poll_interval):
-            self.steer()
+        try:
+            while not self._done.wait(self.poll_interval):
+                self.steer()
+        # Anything: an unsteered job must not run on while the move is
+        # recorded as ended; the job's own end decides the outcome.
+        except Exception as e:
+            LOG.exception("Migration of %s: steering failed, aborting",
+                          self.domain.UUIDString())
+            self._stop(Outcome(FAILED, f"agent error while steering: {e}"))
         worker.join()
+        return self._outcome()
+
+    def _outcome(self) -> Outcome:
         if self._error is None:
             return Outcome(COMPLETED)
-        if self._stopped is not None:
-            return self._stopped
+        stopped = self._stopped
+        if stopped is not None and self._postcopy:
+            # The guest ran on the destination already: an abort then
+            # leaves it broken, never back as it was.
+            return Outcome(FAILED, f"{stopped.reason} after post-copy "
+                           f"started; libvirt: {self._error}")
+        if stopped is not None:
+            return stopped
         return Outcome(FAILED, f"libvirt: {self._error}")
 
     def _migrate(self, params: dict, flags: int) -> None:
@@ -163,17 +187,11 @@ class Mover:
         if beat.cancel:
             self._stop(Outcome(CANCELLED, "cancelled by an operator"))
             return
-        self._set_bandwidth(beat.bandwidth_mib)
         iteration = stats.get("memory_iteration") or 0
         if iteration - 1 > self._stalled:
             self._stalled = iteration - 1
             for action in self.schedule.on_stalled(self._stalled):
                 self._apply(action)
-
-    def _set_bandwidth(self, mib: int | None) -> None:
-        if mib and mib != self._bandwidth:
-            self._call(self.domain.migrateSetMaxSpeed, mib, 0)
-            self._bandwidth = mib
 
     def _apply(self, action: migration_policies.Action) -> None:
         name = action.action
@@ -184,21 +202,25 @@ class Mover:
             self._call(self.domain.migrateSetMaxDowntime, action.params[0],
                        0)
         elif name == migration_policies.POSTCOPY:
-            self._call(self.domain.migrateStartPostCopy, 0)
+            self._postcopy = self._call(self.domain.migrateStartPostCopy, 0)
         elif name == migration_policies.ABORT:
             self._stop(Outcome(
                 FAILED, f"aborted by migration policy {self.policy.id} "
                 f"at stalled iteration {self._stalled}"))
 
     def _stop(self, outcome: Outcome) -> None:
-        self._stopped = outcome
+        if self._stopped is None:
+            self._stopped = outcome
         self._call(self.domain.abortJob)
 
-    def _call(self, method: Callable, *args: object) -> None:
+    def _call(self, method: Callable, *args: object) -> bool:
         """A steering call; one that fails (the job ended meanwhile, a
-        post-copy the hypervisor refuses) is logged, the move goes on."""
+        post-copy the hypervisor refuses) is logged, the move goes on.
+        Whether libvirt accepted it."""
         try:
             method(*args)
         except self.libvirt.libvirtError as e:
             LOG.warning("Migration of %s: %s failed: %s",
                         self.domain.UUIDString(), method.__name__, e)
+            return False
+        return True

@@ -13,6 +13,7 @@ both nodes' libvirt through [migration_agent] destination_uri:
 The claims follow the outcome, as for any move.
 """
 
+import contextlib
 import time
 import types
 
@@ -27,11 +28,13 @@ LOG = logging.getLogger(__name__)
 
 
 def reap(conf: cfg.ConfigOpts, libvirt: types.ModuleType,
-         store: store_mod.AgentStore) -> None:
+         store: store_mod.AgentStore, live: set[str]) -> None:
+    """End the expired moves, but those in ``live`` (the uuids of the
+    moves this agent's threads still carry out, however late a heartbeat
+    of theirs came): a move this agent holds without a thread is as
+    dead as another agent's."""
     for row in store.expired():
-        # Its own moves are alive in its threads, however late a
-        # heartbeat of theirs came.
-        if row.agent == store.agent or not store.steal(row):
+        if row.uuid in live or not store.steal(row):
             continue
         LOG.warning("Migration %s: its agent %s sent no heartbeat for %d s; "
                     "%s takes it over", row.uuid, row.agent,
@@ -42,6 +45,8 @@ def reap(conf: cfg.ConfigOpts, libvirt: types.ModuleType,
             state, reason = mover_mod.FAILED, (
                 f"asking libvirt where the instance runs failed: {e}")
         reason = f"agent {row.agent} lost its lease; {reason}"
+        # finish() cuts the reason to the column (libvirt's errors are
+        # long); the log keeps it whole.
         if store.finish(row.uuid, state, reason):
             LOG.warning("Migration %s of instance %s %s: %s", row.uuid,
                         row.instance_uuid, state, reason)
@@ -50,13 +55,18 @@ def reap(conf: cfg.ConfigOpts, libvirt: types.ModuleType,
 def _outcome(conf: cfg.ConfigOpts, libvirt: types.ModuleType,
              row) -> tuple[str, str]:
     template = conf.migration_agent.destination_uri
-    dest = _domain(libvirt, template, row.dest_host, row.instance_uuid)
-    if dest is not None and dest.state()[0] == libvirt.VIR_DOMAIN_RUNNING:
-        return mover_mod.COMPLETED, "the instance runs on the destination"
-    source = _domain(libvirt, template, row.source_host, row.instance_uuid)
-    if source is not None and source.isActive():
-        _abort(conf, libvirt, source, row.uuid)
-        return mover_mod.FAILED, "the instance is still on the source"
+    with contextlib.ExitStack() as opened:
+        dest = _domain(libvirt, opened, template, row.dest_host,
+                       row.instance_uuid)
+        if (dest is not None
+                and dest.state()[0] == libvirt.VIR_DOMAIN_RUNNING):
+            return mover_mod.COMPLETED, ("the instance runs on the "
+                                         "destination")
+        source = _domain(libvirt, opened, template, row.source_host,
+                         row.instance_uuid)
+        if source is not None and source.isActive():
+            _abort(conf, libvirt, source, row.uuid)
+            return mover_mod.FAILED, "the instance is still on the source"
     return mover_mod.FAILED, ("the instance was found running on neither "
                               "node")
 
@@ -79,12 +89,20 @@ def _abort(conf: cfg.ConfigOpts, libvirt: types.ModuleType, domain,
                     migration_uuid, e)
 
 
-def _domain(libvirt: types.ModuleType, template: str, host: str,
-            instance_uuid: str):
-    """The instance's domain on ``host``, None if absent or unreachable."""
+def _domain(libvirt: types.ModuleType, opened: contextlib.ExitStack,
+            template: str, host: str, instance_uuid: str):
+    """The instance's domain on ``host``, None if absent or unreachable;
+    its connection is closed when ``opened`` closes."""
     uri = agent_conf.host_uri(template, host)
     try:
-        return libvirt.open(uri).lookupByUUIDString(instance_uuid)
+        connection = libvirt.open(uri)
+    except libvirt.libvirtError as e:
+        LOG.info("Instance %s not looked for at %s: %s", instance_uuid, uri,
+                 e)
+        return None
+    opened.callback(connection.close)
+    try:
+        return connection.lookupByUUIDString(instance_uuid)
     except libvirt.libvirtError as e:
         LOG.info("Instance %s not found at %s: %s", instance_uuid, uri, e)
         return None

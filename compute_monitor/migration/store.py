@@ -15,7 +15,9 @@ and takes the move only below both limits. Only one UPDATE finds the
 row still planned; the node locks make the limits hold across agents.
 
 The agent holding a running move renews its lease (``heartbeat_at``)
-every poll; a move whose lease is older than [migration_agent] lease is
+every poll; leases are written and judged by the database server's
+clock, the one clock every agent shares. A move whose lease is older
+than [migration_agent] lease (or that has none) is
 taken over by any agent (``steal``: conditional on the old holder and
 heartbeat, so only one reaper wins), which ends it by where the
 instance runs.
@@ -37,6 +39,11 @@ from scheduler.policies import store as policy_store
 COMPLETED = migrations_mod.COMPLETED
 FAILED = migrations_mod.FAILED
 CANCELLED = migrations_mod.CANCELLED
+
+
+class SourceFull(str):
+    """A take refused by [migration] max_outgoing_per_host: every other
+    move leaving the source is refused too, until one ends."""
 
 
 class AgentStore:
@@ -65,15 +72,16 @@ class AgentStore:
         """Take the planned move ``row``: None when taken, else why not
         (a limit, or it is not planned any more)."""
         limits = self.conf.migration
-        now = models.utcnow()
         with write_transaction(self.engine) as connection:
+            now = migration_agent_sql.database_now(connection)
             migration_agent_sql.lock_nodes(
                 connection, {row.source_node_id, row.dest_node_id})
             outgoing, incoming = migration_agent_sql.running_counts(
                 connection, row.source_node_id, row.dest_node_id)
             if outgoing >= limits.max_outgoing_per_host:
-                return (f"{outgoing} moves already leave {row.source_host} "
-                        f"([migration] max_outgoing_per_host)")
+                return SourceFull(
+                    f"{outgoing} moves already leave {row.source_host} "
+                    f"([migration] max_outgoing_per_host)")
             if incoming >= limits.max_incoming_per_host:
                 return (f"{incoming} moves already enter {row.dest_host} "
                         f"([migration] max_incoming_per_host)")
@@ -83,17 +91,14 @@ class AgentStore:
         return None
 
     def heartbeat(self, migration_uuid: str, progress: int | None
-                  ) -> tuple[bool, bool, int]:
-        """Renew the lease: (still held, cancellation asked for, moves
-        running out of the source now)."""
-        now = models.utcnow()
+                  ) -> tuple[bool, bool]:
+        """Renew the lease: (still held, cancellation asked for)."""
         with self.engine.begin() as connection:
+            now = migration_agent_sql.database_now(connection)
             held = migration_agent_sql.heartbeat(
                 connection, migration_uuid, self.agent, now, progress)
             row = migration_agent_sql.one(connection, migration_uuid)
-            running = migration_agent_sql.running_counts(
-                connection, row.source_node_id, row.dest_node_id)[0]
-        return held, bool(row.cancel_requested), running
+        return held, bool(row.cancel_requested)
 
     def finish(self, migration_uuid: str, state: str,
                reason: str | None) -> bool:
@@ -103,6 +108,15 @@ class AgentStore:
             migration_uuid, state, reason,
             only_from=migration_agent_sql.RUNNING, agent=self.agent)
 
+    def record_landed(self, migration_uuid: str) -> bool:
+        """A move this agent saw complete after losing its lease, which
+        the agent that took it over ended otherwise: completed after all
+        (see MigrationStore.record_landed). False when it is not so
+        ended."""
+        return self._migrations.record_landed(
+            migration_uuid, f"completed after agent {self.agent} lost its "
+            "lease; corrected by that agent")
+
     def fail_planned(self, migration_uuid: str, reason: str) -> bool:
         """A planned move that cannot start (its destination node is
         gone): failed, its destination claim released."""
@@ -110,15 +124,18 @@ class AgentStore:
                                        only_from=migration_agent_sql.PLANNED)
 
     def expired(self) -> list[sa.Row]:
-        cutoff = models.utcnow() - datetime.timedelta(
-            seconds=self.conf.migration_agent.lease)
+        """The running moves whose lease is older than [migration_agent]
+        lease by the database's clock."""
         with self.engine.connect() as connection:
+            cutoff = migration_agent_sql.database_now(connection) - (
+                datetime.timedelta(seconds=self.conf.migration_agent.lease))
             return migration_agent_sql.expired(connection, cutoff)
 
     def steal(self, row: sa.Row) -> bool:
         with self.engine.begin() as connection:
-            return migration_agent_sql.steal(connection, row, self.agent,
-                                             models.utcnow())
+            return migration_agent_sql.steal(
+                connection, row, self.agent,
+                migration_agent_sql.database_now(connection))
 
     def node_exists(self, node_id: int) -> bool:
         with self.engine.connect() as connection:

@@ -6,6 +6,8 @@ moves whose lease expired, a cancellation asked for by an operator."""
 import datetime
 
 import sqlalchemy as sa
+from sqlalchemy.ext import compiler
+from sqlalchemy.sql import functions
 
 from scheduler.db.tables import MIGRATIONS
 from scheduler.db.tables import NODES
@@ -17,6 +19,39 @@ RUNNING = "running"
 COLUMNS = ("uuid", "instance_uuid", "source_node_id", "source_host",
            "dest_node_id", "dest_host", "cluster", "migration_policy",
            "state", "agent", "heartbeat_at", "cancel_requested")
+
+
+class _UtcNow(functions.FunctionElement):
+    """The database server's clock, as naive UTC (the form every timestamp
+    column stores)."""
+
+    type = sa.DateTime()
+    inherit_cache = True
+
+
+@compiler.compiles(_UtcNow)
+def _utc_now_sqlite(element: _UtcNow, compiled: object, **kw: object) -> str:
+    # SQLite is one file on one host: its 'now' is UTC, to the millisecond.
+    return "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+
+
+@compiler.compiles(_UtcNow, "postgresql")
+def _utc_now_postgresql(element: _UtcNow, compiled: object,
+                        **kw: object) -> str:
+    return "timezone('UTC', clock_timestamp())"
+
+
+@compiler.compiles(_UtcNow, "mysql")
+@compiler.compiles(_UtcNow, "mariadb")
+def _utc_now_mysql(element: _UtcNow, compiled: object, **kw: object) -> str:
+    return "UTC_TIMESTAMP(6)"
+
+
+def database_now(connection: sa.Connection) -> datetime.datetime:
+    """The database server's clock (naive UTC): leases are written and
+    judged by this one clock, not by the agents' hosts' clocks, which
+    may disagree by more than a lease."""
+    return connection.execute(sa.select(_UtcNow())).scalar_one()
 
 
 def node_id(connection: sa.Connection, host: str,
@@ -104,10 +139,12 @@ def request_cancel(connection: sa.Connection, migration_uuid: str,
 def expired(connection: sa.Connection,
             cutoff: datetime.datetime) -> list[sa.Row]:
     """Running moves whose holder last renewed its lease before
-    ``cutoff``."""
+    ``cutoff``, or never did (started by ``MigrationStore.start``, which
+    writes no lease: nobody would end them else)."""
     return connection.execute(_select().where(
         (MIGRATIONS.c.state == RUNNING)
-        & (MIGRATIONS.c.heartbeat_at < cutoff))).all()
+        & ((MIGRATIONS.c.heartbeat_at < cutoff)
+           | MIGRATIONS.c.heartbeat_at.is_(None)))).all()
 
 
 def steal(connection: sa.Connection, row: sa.Row, agent: str,
@@ -118,5 +155,6 @@ def steal(connection: sa.Connection, row: sa.Row, agent: str,
         (MIGRATIONS.c.uuid == row.uuid)
         & (MIGRATIONS.c.state == RUNNING)
         & (MIGRATIONS.c.agent == row.agent)
-        & (MIGRATIONS.c.heartbeat_at == row.heartbeat_at)).values(
+        & (MIGRATIONS.c.heartbeat_at.is_(None) if row.heartbeat_at is None
+           else MIGRATIONS.c.heartbeat_at == row.heartbeat_at)).values(
             agent=agent, heartbeat_at=now, updated_at=now)).rowcount == 1

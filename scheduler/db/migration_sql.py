@@ -57,14 +57,18 @@ def insert(connection: sa.Connection, values: Mapping[str, object]) -> None:
 
 def change_state(connection: sa.Connection, migration_uuid: str,
                  state: str, now: datetime.datetime,
-                 only_from: str | None = None,
+                 only_from: str | None = None, agent: str | None = None,
                  **values: object) -> bool:
     """Set the migration's state (and the other column ``values``); with
-    ``only_from``, only when it is in that state. False when no row
-    changed."""
+    ``only_from``, only when it is in that state; with ``agent``, only
+    when that agent holds it. False when no row changed: the check and
+    the write are one statement, which waits for (and then reads) a
+    concurrent writer's committed row."""
     where = MIGRATIONS.c.uuid == migration_uuid
     if only_from is not None:
         where &= MIGRATIONS.c.state == only_from
+    if agent is not None:
+        where &= MIGRATIONS.c.agent == agent
     return connection.execute(MIGRATIONS.update().where(where).values(
         state=state, updated_at=now, **values)).rowcount == 1
 
@@ -72,8 +76,8 @@ def change_state(connection: sa.Connection, migration_uuid: str,
 def active_one(connection: sa.Connection, migration_uuid: str,
                state: str | None = None,
                agent: str | None = None) -> sa.Row | None:
-    """instance_uuid, allocation_id, source_node_id and dest_node_id of
-    the migration, when it is planned or running (only ``state`` when
+    """instance_uuid, allocation_id, source_node_id, dest_node_id and
+    state of the migration, when it is planned or running (only ``state`` when
     given; only when ``agent`` holds it, when given)."""
     where = (MIGRATIONS.c.uuid == migration_uuid) & _ACTIVE
     if state is not None:
@@ -83,7 +87,20 @@ def active_one(connection: sa.Connection, migration_uuid: str,
     return connection.execute(sa.select(
         MIGRATIONS.c.instance_uuid, MIGRATIONS.c.allocation_id,
         MIGRATIONS.c.source_node_id, MIGRATIONS.c.dest_node_id,
+        MIGRATIONS.c.state,
     ).where(where)).first()
+
+
+def _touch_nodes(connection: sa.Connection, node_ids: set[int],
+                 now: datetime.datetime) -> None:
+    """Move the nodes' change keys, so that every host cache reads them
+    again."""
+    # Node rows in id order, as every writer takes them (the caller locked
+    # them already): no deadlock with claims or releases.
+    for node_id in sorted(node_ids):
+        connection.execute(
+            NODES.update().where(NODES.c.id == node_id).values(
+                generation=NODES.c.generation + 1, changed_at=now))
 
 
 def move_claims(connection: sa.Connection, row: sa.Row, completed: bool,
@@ -93,12 +110,7 @@ def move_claims(connection: sa.Connection, row: sa.Row, completed: bool,
     destination claim becomes the instance's; otherwise the destination
     claim is deleted. Both nodes' change keys move, so that every host
     cache reads them again."""
-    # Node rows in id order, as every writer takes them one at a time: no
-    # deadlock with claims or releases.
-    for node_id in sorted({row.source_node_id, row.dest_node_id}):
-        connection.execute(
-            NODES.update().where(NODES.c.id == node_id).values(
-                generation=NODES.c.generation + 1, changed_at=now))
+    _touch_nodes(connection, {row.source_node_id, row.dest_node_id}, now)
     destination = ALLOCATIONS.c.uuid == row.allocation_id
     if completed:
         connection.execute(ALLOCATIONS.delete().where(
@@ -108,6 +120,19 @@ def move_claims(connection: sa.Connection, row: sa.Row, completed: bool,
             instance_uuid=row.instance_uuid, created_at=now))
     else:
         connection.execute(ALLOCATIONS.delete().where(destination))
+
+
+def land_claim(connection: sa.Connection, row: Mapping[str, object],
+               now: datetime.datetime) -> None:
+    """The instance's source claim moves to the destination node (``row``
+    a migration from ``listing()``, ended and its destination claim
+    released): the guest runs there. Both nodes' change keys move."""
+    source, dest = row["source_node_id"], row["dest_node_id"]
+    _touch_nodes(connection, {source, dest}, now)
+    connection.execute(ALLOCATIONS.update().where(
+        (ALLOCATIONS.c.instance_uuid == row["instance_uuid"])
+        & (ALLOCATIONS.c.compute_node_id == source)).values(
+            compute_node_id=dest, created_at=now))
 
 
 def listing(connection: sa.Connection, state: str | None = None,

@@ -31,6 +31,18 @@ _DERIVED = ("vcpus", "bandwidth_mbps", "load_vcpus", "load_percent",
             "load_source")
 
 
+#: Length of the migrations table's reason column.
+_REASON_LENGTH = 255
+
+
+def reason_line(reason: str | None) -> str | None:
+    """One line that fits the reason column (String(255)): PostgreSQL and
+    strict MariaDB refuse a longer value rather than cutting it."""
+    if reason is None:
+        return None
+    return " ".join(reason.split())[:_REASON_LENGTH]
+
+
 @dataclasses.dataclass(frozen=True)
 class PlannedMigration:
     """One row of the migrations table, with the vCPUs it moves."""
@@ -127,16 +139,48 @@ class MigrationStore:
         if state not in (COMPLETED, FAILED, CANCELLED):
             raise ValueError(f"{state!r} does not end a migration")
         now = models.utcnow()
+        extra = {"progress": 100} if state == COMPLETED else {}
         with write_transaction(self.engine) as connection:
             row = migration_sql.active_one(connection, migration_uuid,
                                            only_from, agent)
             if row is None:
                 return False
+            # The nodes first, in id order as take() and the claims lock
+            # them; then end the move only if it is still as read: a take,
+            # a cancel or a reaper's steal committed since refuses this end
+            # rather than being overwritten (and the claims moved twice).
+            migration_agent_sql.lock_nodes(
+                connection, {row.source_node_id, row.dest_node_id})
+            if not migration_sql.change_state(
+                    connection, migration_uuid, state, now,
+                    only_from=row.state, agent=agent,
+                    reason=reason_line(reason), **extra):
+                return False
             migration_sql.move_claims(connection, row, state == COMPLETED,
                                       now)
-            extra = {"progress": 100} if state == COMPLETED else {}
-            migration_sql.change_state(connection, migration_uuid, state,
-                                       now, reason=reason, **extra)
+        return True
+
+    def record_landed(self, migration_uuid: str, reason: str) -> bool:
+        """A move that ended failed or cancelled while its guest went on
+        landing on the destination (its agent saw the job complete after
+        another agent, judging where the guest ran, ended it): completed,
+        with ``reason``; the instance's claim moves to the destination
+        node. False when the move did not end failed or cancelled."""
+        now = models.utcnow()
+        with write_transaction(self.engine) as connection:
+            found = migration_sql.listing(connection,
+                                          migration_uuid=migration_uuid)
+            if not found or found[0]["state"] not in (FAILED, CANCELLED):
+                return False
+            row = found[0]
+            migration_agent_sql.lock_nodes(
+                connection, {row["source_node_id"], row["dest_node_id"]})
+            if not migration_sql.change_state(
+                    connection, migration_uuid, COMPLETED, now,
+                    only_from=row["state"], reason=reason_line(reason),
+                    progress=100):
+                return False
+            migration_sql.land_claim(connection, row, now)
         return True
 
     def rows(self, state: str | None = None,

@@ -12,10 +12,14 @@ its qemu.conf; this machine's files stay untouched. Stopping a node
 destroys its guests, then kills its daemon and what is left of their
 QEMU processes, by PID.
 
-Guests boot a kernel from the OS's ``linux-image-amd64`` with an
-initramfs built here from ``busybox-static`` and a static C program
+Guests boot the kernel of the OS's ``linux-image-amd64`` with an
+initramfs built here from ``busybox-static``'s busybox and a static C
+program
 (gcc) that dirties memory in a loop: ``dirty=MiB`` on the kernel command
 line, so that convergence matters. No disk, no network, no download.
+Both files come from ``GUEST_FILES``, where ``.ci/run`` unpacks them from
+their packages without installing them (the host's /boot and busybox stay
+as they are); a kernel in /boot and a static /bin/busybox also do.
 
 Accelerator: KVM where /dev/kvm runs ordinary guests; TCG where the
 machine's /dev/kvm is PVM (the ``kvm_pvm`` module, a nested hypervisor
@@ -38,7 +42,9 @@ from tests.functional import private_servers
 from tools.service_harness import free_port
 
 TOOLS = ("libvirtd", "qemu-system-x86_64", "unshare", "gcc", "cpio")
-BUSYBOX = "/bin/busybox"
+#: The guests' kernel (vmlinuz-*) and static busybox, as .ci/run leaves
+#: them.
+GUEST_FILES = Path.home() / ".cache" / "metrics-scheduler" / "guest"
 _DIRS = ("etc", "run", "lib", "cache", "log", "sock")
 _BOUND = {"etc": "/etc/libvirt", "run": "/run/libvirt",
           "lib": "/var/lib/libvirt", "cache": "/var/cache/libvirt",
@@ -72,11 +78,19 @@ exec sh -c 'while true; do sleep 3600; done'
 def missing_tools() -> list[str]:
     """What the guests and nodes need that is not installed."""
     absent = [tool for tool in TOOLS if shutil.which(tool) is None]
-    if not os.path.exists(BUSYBOX) or _dynamic(BUSYBOX):
-        absent.append("busybox-static")
+    if busybox() is None:
+        absent.append(f"busybox-static's busybox in {GUEST_FILES}")
     if not kernel():
-        absent.append("linux-image-amd64")
+        absent.append(f"linux-image-amd64's vmlinuz in {GUEST_FILES}")
     return absent
+
+
+def busybox() -> str | None:
+    """The static busybox of GUEST_FILES, else /bin/busybox if static."""
+    for path in (str(GUEST_FILES / "busybox"), "/bin/busybox"):
+        if os.path.exists(path) and not _dynamic(path):
+            return path
+    return None
 
 
 def _dynamic(path: str) -> bool:
@@ -86,8 +100,12 @@ def _dynamic(path: str) -> bool:
 
 
 def kernel() -> str | None:
-    kernels = sorted(glob.glob("/boot/vmlinuz-*"))
-    return kernels[-1] if kernels else None
+    """The newest kernel of GUEST_FILES, else of /boot."""
+    for directory in (str(GUEST_FILES), "/boot"):
+        kernels = sorted(glob.glob(f"{directory}/vmlinuz-*"))
+        if kernels:
+            return kernels[-1]
+    return None
 
 
 def domain_type() -> str:
@@ -104,7 +122,7 @@ def build_initramfs(root: Path) -> Path:
     (tree / "bin").mkdir(parents=True)
     for name in ("proc", "dev"):
         (tree / name).mkdir()
-    shutil.copy(BUSYBOX, tree / "bin" / "busybox")
+    shutil.copy(busybox(), tree / "bin" / "busybox")
     source = root / "dirty.c"
     source.write_text(DIRTY_C)
     subprocess.run(["gcc", "-static", "-O2", "-o", str(tree / "bin" / "dirty"),

@@ -12,6 +12,10 @@ import pytest
     ({"migration_agent": {"lease": "1"}},
      "migration-agent: error: invalid value '1' for [migration_agent] "
      "lease: Should be greater than or equal to 2"),
+    ({"migration_agent": {"lease": "5", "poll_interval": "2"}},
+     "migration-agent: error: invalid value 5 for [migration_agent] "
+     "lease: at least 3 x [migration_agent] poll_interval (2.0), so that "
+     "a live agent keeps its moves"),
 ])
 def test_a_bad_option_exits_2_with_one_line(section, expected, write_config,
                                             run_console_script, tmp_path):

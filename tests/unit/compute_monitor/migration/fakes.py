@@ -99,9 +99,6 @@ class Domain:
     def migrateSetMaxDowntime(self, ms, flags):  # noqa: N802
         self.calls.append(("downtime", ms))
 
-    def migrateSetMaxSpeed(self, mib, flags):  # noqa: N802
-        self.calls.append(("speed", mib))
-
     def migrateStartPostCopy(self, flags):  # noqa: N802
         self.calls.append(("postcopy",))
 

@@ -8,7 +8,9 @@ import logging
 from sqlalchemy import exc as sa_exc
 
 from compute_monitor.migration import agent as agent_mod
+from compute_monitor.migration import mover as mover_mod
 from compute_monitor.migration import store as store_mod
+from scheduler.db import migration_agent_sql
 from scheduler.db import models
 from tests.fakes import NODES
 from tests.unit.compute_monitor.migration.fakes import INSTANCE
@@ -172,3 +174,71 @@ def test_a_libvirt_error_while_reaping_fails_the_move_saying_so(
     assert row(engine, move)["reason"] == (
         "agent h0:99 lost its lease; asking libvirt where the instance "
         "runs failed: Domain not found: no domain with matching uuid")
+
+
+def test_a_move_this_agent_holds_without_a_thread_is_reaped(agent_config):
+    engine, h0, h1 = fleet(agent_config)
+    move = plan(engine, h0, h1)
+    # Taken under this agent's name (host:pid), its thread gone.
+    held = store_mod.AgentStore(agent_config,
+                                agent_mod.agent_name(agent_config))
+    held.take(held.planned_from(h0)[0])
+    stale = models.utcnow() - datetime.timedelta(minutes=5)
+    with engine.begin() as connection:
+        connection.execute(MIGRATIONS.update().values(heartbeat_at=stale))
+    cycle(agent_config, {DEST_URI: Connection({INSTANCE: Domain()})})
+    assert row(engine, move)["state"] == "completed"
+    assert claims(engine, INSTANCE) == [h1]
+
+
+def test_a_move_landing_after_a_reaper_failed_it_is_corrected(
+        agent_config, caplog):
+    engine, h0, h1 = fleet(agent_config)
+    move = plan(engine, h0, h1)
+    agent = agent_mod.MigrationAgent(agent_config, libvirt_module({}))
+    taken, = agent.store.planned_from(h0)
+    agent.store.take(taken)
+    # A reaper judged it before the guest landed: failed.
+    reaper = store_mod.AgentStore(agent_config, "h1:2")
+    with engine.connect() as connection:
+        assert reaper.steal(migration_agent_sql.one(connection, move))
+    assert reaper.finish(move, "failed", "the instance is still on the "
+                         "source")
+    agent._record(taken, mover_mod.Outcome(mover_mod.COMPLETED))
+    assert row(engine, move)["state"] == "completed"
+    assert claims(engine, INSTANCE) == [h1]
+    assert (f"Migration {move} completed after this agent lost its lease, "
+            "and was recorded otherwise: now recorded completed") \
+        in caplog.text
+
+
+def test_a_move_gets_the_policys_share_of_the_bandwidth(agent_config):
+    engine, h0, h1 = fleet(agent_config)
+    plan(engine, h0, h1)
+    agent_config.set_override("bandwidth", 1000, group="migration")
+    domain = Domain([iteration(1)])
+    cycle(agent_config, {SOURCE_URI: Connection({INSTANCE: domain})})
+    migrate, = (call for call in domain.calls if call[0] == "migrate")
+    # minimal_downtime runs 2 moves at once (maxMigrations): 500 Mbps each.
+    assert migrate[2]["bandwidth"] == int(500 * 1_000_000 / 8 / 2**20)
+
+
+class _CountingStore(store_mod.AgentStore):
+    takes = 0
+
+    def take(self, row):
+        self.takes += 1
+        return super().take(row)
+
+
+def test_a_full_source_stops_the_cycles_takes(agent_config):
+    engine, h0, h1 = fleet(agent_config)
+    agent_config.set_override("max_outgoing_per_host", 1, group="migration")
+    for _ in range(3):
+        plan(engine, h0, h1)
+    other = store_mod.AgentStore(agent_config, "h0:99")
+    assert other.take(other.planned_from(h0)[0]) is None
+    store = _CountingStore(agent_config, "h0:1")
+    agent = agent_mod.MigrationAgent(agent_config, libvirt_module({}), store)
+    agent.cycle()
+    assert store.takes == 1 and agent._threads == {}

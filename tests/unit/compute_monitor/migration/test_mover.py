@@ -9,11 +9,11 @@ from tests.unit.compute_monitor.migration.fakes import iteration
 from tests.unit.compute_monitor.migration.fakes import libvirt_module
 
 LIBVIRT = libvirt_module({})
-HELD = mover_mod.Beat(True, False, None)
+HELD = mover_mod.Beat(True, False)
 
 
-def run(domain, policy_id="minimal_downtime", beats=None, bandwidth=None,
-        policy=None):
+def run(domain, policy_id="minimal_downtime", beats=None, policy=None,
+        bandwidth=None):
     seen = []
 
     def beat(progress):
@@ -36,7 +36,8 @@ def test_each_new_iteration_fires_the_next_convergence_item():
     # report at 4 fires only the third item (300 ms).
     assert steps == [("downtime", 100), ("downtime", 150), ("downtime", 200),
                      ("downtime", 300)]
-    assert progress[:2] == [10, 60]
+    # The heartbeat just before the start, then one per report.
+    assert progress[:3] == [0, 10, 60]
 
 
 def test_a_schedule_ending_in_abort_fails_the_move():
@@ -75,20 +76,18 @@ def test_flags_follow_the_policy():
         | LIBVIRT.VIR_MIGRATE_UNDEFINE_SOURCE)
 
 
-def test_bandwidth_starts_with_the_share_and_follows_it():
+def test_the_move_starts_with_its_bandwidth():
     domain = Domain([iteration(1), iteration(1), iteration(1)])
-    beats = [mover_mod.Beat(True, False, 40), mover_mod.Beat(True, False, 40),
-             mover_mod.Beat(True, False, 80)]
-    run(domain, "legacy", beats, bandwidth=40)
+    run(domain, "legacy", bandwidth=40)
     _, uri, params, _ = domain.calls[0]
     assert (uri, params) == ("fake://h1/system", {
         "migrate_uri": "tcp://10.0.0.2", "bandwidth": 40})
-    assert [c for c in domain.calls if c[0] == "speed"] == [("speed", 80)]
 
 
 def test_cancel_aborts_and_ends_cancelled():
     domain = Domain([iteration(1)] * 5)
-    outcome, _ = run(domain, beats=[HELD, mover_mod.Beat(True, True, None)])
+    outcome, _ = run(domain, beats=[HELD, HELD,
+                                    mover_mod.Beat(True, True)])
     assert outcome == mover_mod.Outcome("cancelled",
                                         "cancelled by an operator")
     assert ("abortJob",) in domain.calls
@@ -96,9 +95,47 @@ def test_cancel_aborts_and_ends_cancelled():
 
 def test_a_lost_lease_aborts_the_move():
     domain = Domain([iteration(1)] * 5)
-    outcome, _ = run(domain, beats=[mover_mod.Beat(False, False, None)])
+    outcome, _ = run(domain, beats=[HELD, mover_mod.Beat(False, False)])
     assert outcome == mover_mod.Outcome("failed",
                                         "this agent lost its lease")
+
+
+def test_a_lease_lost_before_the_start_starts_nothing():
+    domain = Domain([iteration(1)])
+    outcome, _ = run(domain, beats=[mover_mod.Beat(False, False)])
+    assert outcome == mover_mod.Outcome(
+        "failed", "this agent lost its lease before the move started")
+    assert domain.calls == []
+
+
+def test_a_steering_error_aborts_the_job_and_reports_its_end():
+    domain = Domain([iteration(1)] * 5)
+
+    def beat(progress):
+        if progress:
+            raise RuntimeError("boom")
+        return HELD
+
+    mover = mover_mod.Mover(
+        LIBVIRT, domain, policies.BUILTIN_POLICIES["legacy"],
+        "fake://h1/system", "", 0.01, beat)
+    assert mover.run(None) == mover_mod.Outcome(
+        "failed", "agent error while steering: boom")
+    assert ("abortJob",) in domain.calls
+
+
+def test_a_cancel_after_post_copy_started_is_a_failure():
+    switching = policies.MigrationPolicy(
+        "postcopy_on_stall", "x", "", 1, False, False, False,
+        policies.ConvergenceSchedule(
+            (), (), (policies.Action(policies.POSTCOPY),)))
+    domain = Domain([iteration(n) for n in range(1, 6)])
+    beats = [HELD] * 3 + [mover_mod.Beat(True, True)] * 3
+    outcome, _ = run(domain, beats=beats, policy=switching)
+    assert ("postcopy",) in domain.calls
+    assert outcome.state == "failed"
+    assert outcome.reason.startswith(
+        "cancelled by an operator after post-copy started; libvirt: ")
 
 
 def test_a_refusing_destination_fails_with_libvirts_reason():

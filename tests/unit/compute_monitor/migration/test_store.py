@@ -7,6 +7,7 @@ import sqlalchemy as sa
 
 from compute_monitor.migration import store as store_mod
 from scheduler.db import models
+from scheduler.placement import migrations as migrations_mod
 from tests import fakes as scheduler_fakes
 from tests.unit.compute_monitor.migration.fakes import INSTANCE
 from tests.unit.compute_monitor.migration.fakes import MIGRATIONS
@@ -59,7 +60,7 @@ def test_completed_moves_the_claims(agent_config):
     move = plan(engine, h0, h1)
     store = store_mod.AgentStore(agent_config, "h0:1")
     store.take(store.planned_from(h0)[0])
-    assert store.heartbeat(move, 42) == (True, False, 1)
+    assert store.heartbeat(move, 42) == (True, False)
     assert row(engine, move)["progress"] == 42
     assert store.finish(move, "completed", None)
     assert claims(engine, INSTANCE) == [h1]
@@ -108,3 +109,37 @@ def test_bandwidth_is_the_clusters_then_the_options(agent_config):
             bandwidth_custom=300, version=1, updated_at=models.utcnow()))
     assert store.bandwidth_setting("c1") == 300
     assert store.bandwidth_setting("c2") == 1000
+
+
+def test_a_reason_is_cut_to_one_line_of_the_column(agent_config):
+    engine, h0, h1 = fleet(agent_config)
+    move = plan(engine, h0, h1)
+    store = store_mod.AgentStore(agent_config, "h0:1")
+    store.take(store.planned_from(h0)[0])
+    assert store.finish(move, "failed", "libvirt:\n  " + "x" * 400)
+    assert row(engine, move)["reason"] == ("libvirt: " + "x" * 400)[:255]
+
+
+def test_a_running_move_without_a_lease_is_expired(agent_config):
+    engine, h0, h1 = fleet(agent_config)
+    move = plan(engine, h0, h1)
+    # As MigrationStore.start leaves it: running, no heartbeat ever.
+    assert migrations_mod.MigrationStore(agent_config).start(move)
+    reaper = store_mod.AgentStore(agent_config, "h1:1")
+    expired, = reaper.expired()
+    assert expired.uuid == move and reaper.steal(expired)
+    assert row(engine, move)["agent"] == "h1:1"
+
+
+def test_leases_are_written_by_the_database_clock(agent_config,
+                                                  monkeypatch):
+    engine, h0, h1 = fleet(agent_config)
+    move = plan(engine, h0, h1)
+    # This host's clock an hour late: the lease is the database's time.
+    late = models.utcnow() - datetime.timedelta(hours=1)
+    monkeypatch.setattr(models, "utcnow", lambda: late)
+    store = store_mod.AgentStore(agent_config, "h0:1")
+    store.take(store.planned_from(h0)[0])
+    assert row(engine, move)["heartbeat_at"] > late + datetime.timedelta(
+        minutes=30)
+    assert store.expired() == []
