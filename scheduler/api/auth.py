@@ -160,13 +160,39 @@ class CachedBasicAuth:
         return req.get_response(self.application)
 
 
-class NoAuth:
-    """Every caller is an admin (loopback only, see conf.api)."""
+#: Names a browser on this machine uses for a loopback server.
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
-    def __init__(self, application):
+
+def host_name(header: str) -> str:
+    """The name of a Host header, without its port, lowercased:
+    ``[::1]:8795`` -> ``[::1]``."""
+    name = header.strip().lower()
+    if name.startswith("["):
+        return name.partition("]")[0] + "]"
+    return name.partition(":")[0]
+
+
+class NoAuth:
+    """Every caller is an admin (loopback only, see conf.api). A request
+    whose Host header names another server is refused (400): a web page
+    whose name was made to resolve to 127.0.0.1 (DNS rebinding) would
+    otherwise reach the API as an admin from the user's browser."""
+
+    def __init__(self, application, configured_host: str):
         self.application = application
+        named = (f"[{configured_host}]" if ":" in configured_host
+                 else configured_host)
+        self.names = frozenset((*LOOPBACK_NAMES, named.lower()))
 
     def __call__(self, environ, start_response):
+        sent = environ.get("HTTP_HOST", "")
+        if host_name(sent) not in self.names:
+            refused = errors.response(400, (
+                f"Host header: {short(sent)} is not this server's address "
+                f"(auth_strategy noauth answers only "
+                f"{', '.join(sorted(self.names))}, with any port)"))
+            return refused(environ, start_response)
         environ[access.NOAUTH_KEY] = True
         return self.application(environ, start_response)
 
@@ -177,7 +203,7 @@ def wrap(application, conf: cfg.ConfigOpts):
     strategy = conf.api.auth_strategy
     api_conf.validate(conf)
     if strategy == api_conf.NOAUTH:
-        return NoAuth(application)
+        return NoAuth(application, conf.api.host)
     if strategy == api_conf.KEYSTONE:
         return keystone.protect(application, conf)
     path = conf.oslo_middleware.http_basic_auth_user_file

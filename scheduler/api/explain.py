@@ -6,7 +6,8 @@ The body is a request spec as the RPC API takes it (docs/architecture.md:
 ``flavor`` {vcpus, memory_mb, root_gb, extra_specs}, ``cluster``,
 ``availability_zone``, ...); any role may ask. A field the request
 validation refuses is a 400 naming it, a cluster without nodes a 400 on
-``cluster``, an empty fleet a 409.
+``request_spec.cluster`` (named as the validation names fields), an
+empty fleet a 409.
 """
 
 from scheduler import exception
@@ -24,10 +25,12 @@ from scheduler.request.validation import validate_request
 
 
 def _spec_field(spec_dict: dict, key: str) -> str:
-    """Where the extra spec or hint ``key`` is in the request."""
+    """Where the extra spec ``key`` is in the request; the request as a
+    whole when the flavor's extra specs do not hold it (the hints' schema
+    admits no extra spec, so it is never one of theirs)."""
     if key in spec_dict["flavor"].get("extra_specs", {}):
         return f"request_spec.flavor.extra_specs.{key}"
-    return f"request_spec.scheduler_hints.{key}"
+    return "request_spec"
 
 
 def explain(ctx: Context) -> Reply:
@@ -51,7 +54,8 @@ def explain(ctx: Context) -> Reply:
                               f"{e}") from None
     if explained.problem is not None:
         if spec.cluster is not None and explained.document["hosts"]:
-            raise errors.bad_request("cluster", explained.problem)
+            raise errors.bad_request("request_spec.cluster",
+                                     explained.problem)
         raise errors.conflict(explained.problem)
     return Reply(explained.document)
 

@@ -4,8 +4,11 @@ page colours and flags; /v1/hosts/{name} as ``hosts show``. Any role
 may read them.
 
 The hosts come from one host cache per process, refreshed
-incrementally on each request, as a scheduler worker's
-(``[filter_scheduler] full_refresh_interval``); ``metrics_stale`` uses
+incrementally on each request; in a serving ``scheduler-api`` (run
+directly or under uWSGI/gunicorn, ``serve_in_background()``) a
+background thread does its full loads, the first included, every
+``[filter_scheduler] full_refresh_interval`` as in a scheduler worker,
+so that no request waits for one. ``metrics_stale`` uses
 ``[metrics] max_age`` and ``state`` ``[filter_scheduler]
 service_down_time``.
 """
@@ -32,6 +35,17 @@ SHOWN_METRICS = {"cpu_percent": "cpu.percent",
 # that its id is not reused; built on first use, after any fork.
 _MANAGERS: dict[int, tuple[cfg.ConfigOpts, HostManager]] = {}
 _MANAGERS_LOCK = threading.Lock()
+# The configurations whose caches load in the background, held as
+# _MANAGERS holds them.
+_BACKGROUND: dict[int, cfg.ConfigOpts] = {}
+
+
+def serve_in_background(conf: cfg.ConfigOpts) -> None:
+    """Have the host cache of ``conf`` do its full loads in a background
+    thread (``HostManager.start_background_refresh``), started on first
+    use: in the process that serves, after any fork."""
+    with _MANAGERS_LOCK:
+        _BACKGROUND[id(conf)] = conf
 
 
 def host_manager(conf: cfg.ConfigOpts) -> HostManager:
@@ -40,7 +54,11 @@ def host_manager(conf: cfg.ConfigOpts) -> HostManager:
         held = _MANAGERS.get(id(conf))
         if held is None:
             held = _MANAGERS[id(conf)] = (conf, HostManager(conf))
-        return held[1]
+        background = id(conf) in _BACKGROUND
+    if background:
+        # A no-op while the thread lives; a forked child starts its own.
+        held[1].start_background_refresh()
+    return held[1]
 
 
 def _extra(host: HostState, record: dict, conf: cfg.ConfigOpts) -> dict:

@@ -10,6 +10,7 @@ from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler.api import app as api_app
 from scheduler.api import auth
+from scheduler.api import hosts as api_hosts
 from scheduler.api import server as api_server
 from scheduler.cmd import api_checks
 from scheduler.cmd import common
@@ -57,9 +58,11 @@ def build(argv: Sequence[str]):
     common.start_logging(PROG, CONF, "scheduler")
     _check_schema(CONF)
     try:
-        return api_app.make_app(CONF)
+        application = api_app.make_app(CONF)
     except exception.ConfigError as e:
         cli.config_error_exit(PROG, str(e))
+    api_hosts.serve_in_background(CONF)
+    return application
 
 
 def _validate_auth(conf) -> None:

@@ -10,6 +10,8 @@ import datetime
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from scheduler.common.abridge import short
+
 if TYPE_CHECKING:
     # Annotations only: the host states import NumPy, which the CLI's
     # parser (every command's --format choices) would import with them.
@@ -102,10 +104,11 @@ def find_host(hosts: Sequence[HostState], name: str) -> HostState:
     by_node = [h for h in hosts if h.nodename == name]
     found = by_node or [h for h in hosts if h.host == name]
     if not found:
-        raise LookupError(f"no compute node {name!r} ({len(hosts)} known; "
+        raise LookupError(f"no compute node {short(name)} ({len(hosts)} "
+                          "known; "
                           "see hosts list)")
     if len(found) > 1:
         raise LookupError(
-            f"host {name!r} has {len(found)} nodes; name one of "
+            f"host {short(name)} has {len(found)} nodes; name one of "
             f"{', '.join(sorted(h.nodename for h in found))}")
     return found[0]

@@ -79,19 +79,15 @@ def _disable(url: str, host: str) -> None:
         engine.dispose()
 
 
-def test_admin_fleet_and_explain_as_the_cli(browser, console,
-                                            run_console_script,
-                                            postgresql_url):
-    api, config, names = console
-    page = open_console(browser, api, "admin", "fleet", fake_clock=True)
+def _fleet_shows_every_host(page, api, names: list[str]) -> None:
+    """Each host's tile has its metrics as GET /v1/hosts gives them, the
+    last one's stale; the clusters in order; a host's detail panel."""
     page.wait_for_selector(".tile")
-    tiles = page.locator(".tile")
-    assert tiles.count() == len(names)
+    assert page.locator(".tile").count() == len(names)
     hosts = {h["host"]: h for h in api.get("/v1/hosts").body["hosts"]}
     assert set(hosts) == set(names)
     for name in names:
-        tile = page.locator(f'.tile[data-host="{name}"]')
-        text = tile.inner_text()
+        text = page.locator(f'.tile[data-host="{name}"]').inner_text()
         cpu = round(hosts[name]["cpu_percent"])
         assert f"cpu {cpu}%" in text
         assert f"{hosts[name]['vcpus_free']:g} vCPU" in text
@@ -110,6 +106,14 @@ def test_admin_fleet_and_explain_as_the_cli(browser, console,
     assert shown >= {"cpu.percent", "memory.percent"}
     assert "(stale)" in page.inner_text("#host-detail")
     screenshot(page, "host")
+
+
+def test_admin_fleet_and_explain_as_the_cli(browser, console,
+                                            run_console_script,
+                                            postgresql_url):
+    api, config, names = console
+    page = open_console(browser, api, "admin", "fleet", fake_clock=True)
+    _fleet_shows_every_host(page, api, names)
     page.click("#host-detail .close")
     # The page refreshes itself: a node disabled now shows so.
     _disable(postgresql_url, names[0])
@@ -257,6 +261,61 @@ def test_reader_is_offered_no_edit(browser, console):
             method: "DELETE"})).status""", policy["id"])
     assert status == 403
     assert api.get(f"/v1/schedulingpolicies/{policy['id']}").status == 200
+
+
+def _hold(page, pattern: str) -> list:
+    """Routes of requests to ``pattern``, held unanswered (as a slow
+    server would) until the test continues them."""
+    held = []
+    page.route(pattern, lambda route: held.append(route))
+    return held
+
+
+def _settle(page) -> None:
+    """A request of its own answered: the page has handled the answers
+    that came before it, and the route handlers have run."""
+    page.evaluate("async () => { await fetch('/v1/access'); }")
+
+
+def test_a_page_left_while_loading_is_dropped(browser, console):
+    api, _, _ = console
+    page = open_console(browser, api, "reader", "explain", fake_clock=True)
+    page.wait_for_selector("form.explain-form")
+    polls = []
+    page.on("request", lambda r: polls.append(r.url)
+            if r.url.endswith("/v1/hosts") else None)
+    hosts = _hold(page, "**/v1/hosts")
+    listing = _hold(page, "**/v1/schedulingpolicies")
+    # The fleet and then the policies asked for, each left before its
+    # answer came: the explain page is where the user is.
+    page.evaluate("location.hash = '#fleet'")
+    page.wait_for_selector("h2 >> text=Fleet")
+    page.evaluate("location.hash = '#policies'")
+    _settle(page)
+    page.evaluate("location.hash = '#explain'")
+    page.wait_for_selector("form.explain-form")
+    assert len(hosts) == len(listing) == 1
+    for held, pattern in ((hosts, "**/v1/hosts"),
+                          (listing, "**/v1/schedulingpolicies")):
+        with page.expect_response(pattern):
+            held[0].continue_()
+    _settle(page)
+    page.unroute("**/v1/hosts")
+    # Neither late page shows, and the fleet's refresh never started.
+    assert page.locator("#page h2").all_inner_texts() == [
+        "Explain a decision"]
+    assert page.locator("#page .tile, #page table.list").count() == 0
+    page.clock.run_for(30_000)
+    _settle(page)
+    assert len(polls) == 1
+    # An address that is no policy id asks the API nothing.
+    asked = []
+    page.on("request", lambda r: asked.append(r.url)
+            if "/v1/schedulingpolicies/" in r.url else None)
+    page.evaluate("location.hash = '#policies/..%2F..%2Fpermissions'")
+    assert "No such policy" in page.wait_for_selector(".error").inner_text()
+    _settle(page)
+    assert asked == []
 
 
 def test_endpoints_and_files_over_http(console, run_console_script):

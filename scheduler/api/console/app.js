@@ -1,5 +1,5 @@
 // The console's shell: who is logged in (GET /v1/access), and one page
-// per location hash. Each page module exports render(main, access),
+// per location hash. Each page module exports render(view, access),
 // which may return a function that stops it (the fleet's refresh).
 import {get} from "./api.js";
 import {el} from "./dom.js";
@@ -12,8 +12,12 @@ import * as simulations from "./simulations.js";
 const PAGES = {fleet, explain, policies, clusters, simulations};
 let stop = null;
 let access = null;
+// Counts navigations: a page whose render ends after the user went
+// elsewhere is stopped and dropped, never shown or left refreshing.
+let navigation = 0;
 
 async function show() {
+  const seen = ++navigation;
   const name = location.hash.slice(1).split("/")[0] || "fleet";
   const page = PAGES[name] ?? fleet;
   if (stop) stop();
@@ -21,14 +25,20 @@ async function show() {
   for (const link of document.querySelectorAll("nav a")) {
     link.classList.toggle("current", link.getAttribute("href") === `#${name}`);
   }
+  // Each page draws into a container of its own: one still loading
+  // writes into its container, detached once the user navigated away.
+  const view = el("div", {class: "view"});
   const main = document.getElementById("page");
-  main.replaceChildren();
+  main.replaceChildren(view);
   main.dataset.page = name;
+  let stopPage = null;
   try {
-    stop = await page.render(main, access);
+    stopPage = await page.render(view, access);
   } catch (error) {
-    main.append(el("p", {class: "error", role: "alert", text: error.message}));
+    view.append(el("p", {class: "error", role: "alert", text: error.message}));
   }
+  if (seen === navigation) stop = stopPage ?? null;
+  else if (stopPage) stopPage();
 }
 
 async function start() {

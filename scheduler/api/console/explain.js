@@ -74,7 +74,7 @@ export async function render(main) {
     field("vCPUs", "vcpus", {path: "flavor.vcpus", input: {type: "number", min: 0, value: 1}}),
     field("RAM (MB)", "memory_mb", {path: "flavor.memory_mb", input: {type: "number", min: 0, value: 1024}}),
     field("Disk (GB)", "root_gb", {path: "flavor.root_gb", input: {type: "number", min: 0, value: 10}}),
-    el("label", {}, "Cluster", el("select", {name: "cluster", "data-field": "cluster"},
+    el("label", {}, "Cluster", el("select", {name: "cluster", "data-field": "request_spec.cluster"},
       el("option", {value: "", text: "(any)"}),
       ...clusters.map((c) => el("option", {value: c.name, text: c.name})))),
     field("Availability zone", "availability_zone", {input: {placeholder: "(any)"}}),

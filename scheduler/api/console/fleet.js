@@ -31,7 +31,7 @@ function age(host) {
 
 function tile(host) {
   const pending = host.pending_claims
-    ? `<span class="pending">${host.pending_claims} pending</span>` : "";
+    ? `<span class="pending">${num(host.pending_claims)} pending</span>` : "";
   const name = host.nodename === host.host ? host.host : `${host.host}/${host.nodename}`;
   const why = host.disabled_reason ? `: ${host.disabled_reason}` : "";
   return `<div class="tile ${esc(host.state)}" data-host="${esc(host.nodename)}" title="${esc(`${name} ${host.state}${why}`)}">`

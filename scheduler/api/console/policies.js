@@ -9,11 +9,15 @@ import {clearErrors, el, showError} from "./dom.js";
 import {unitLists} from "./units.js";
 
 const NORMALIZATIONS = ["", "minmax", "rank", "hardmax", "none"];
+// A policy id as the API makes them: anything else in the location
+// hash is refused before it becomes part of a request path.
+const POLICY_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const policyPath = (id) => `/v1/schedulingpolicies/${encodeURIComponent(id)}`;
 
 async function list(main, access) {
   const policies = (await get("/v1/schedulingpolicies")).data.schedulingpolicies;
   const rows = policies.map((p) => el("tr", {"data-policy": p.name},
-    el("td", {}, el("a", {href: `#policies/${p.id}`, text: p.name})),
+    el("td", {}, el("a", {href: `#policies/${encodeURIComponent(p.id)}`, text: p.name})),
     el("td", {text: p.locked ? "built-in (locked)" : "stored"}),
     el("td", {text: p.clusters.join(", ") || "–"}),
     el("td", {text: p.filters.map((f) => f.unit).join(", ")}),
@@ -38,7 +42,7 @@ function createForm(policies) {
     try {
       const created = await call("POST", "/v1/schedulingpolicies",
         {name: form.elements.name.value, based_on: form.elements.based_on.value});
-      location.hash = `#policies/${created.data.id}`;
+      location.hash = `#policies/${encodeURIComponent(created.data.id)}`;
     } catch (error) {
       showError(form, error);
     }
@@ -71,7 +75,7 @@ function header(draft, editable) {
 
 async function editor(main, access, id) {
   const [{data: policy, etag}, {data: units}] = await Promise.all([
-    get(`/v1/schedulingpolicies/${id}`), get("/v1/schedulingpolicyunits")]);
+    get(policyPath(id)), get("/v1/schedulingpolicyunits")]);
   const editable = access.edit_policies.includes(policy.id);
   const deletable = access.delete_policies.includes(policy.id);
   const draft = draftOf(policy);
@@ -95,7 +99,7 @@ async function editor(main, access, id) {
   async function send(method, sent) {
     clearErrors(form);
     try {
-      await call(method, `/v1/schedulingpolicies/${id}`, sent, {"If-Match": etag});
+      await call(method, policyPath(id), sent, {"If-Match": etag});
       location.hash = "#policies";
     } catch (error) {
       report(error);
@@ -117,7 +121,18 @@ async function editor(main, access, id) {
 export async function render(main) {
   // Asked afresh: creating a policy makes its creator able to edit it.
   const access = (await get("/v1/access")).data;
-  const id = location.hash.split("/")[1];
-  if (id) await editor(main, access, decodeURIComponent(id));
-  else await list(main, access);
+  const part = location.hash.split("/")[1];
+  if (!part) return list(main, access);
+  let id = null;
+  try {
+    id = decodeURIComponent(part);
+  } catch {
+    // A malformed %-escape: refused below as any other non-id.
+  }
+  if (!POLICY_ID.test(id ?? "")) {
+    main.append(el("p", {class: "error", role: "alert", text: "No such policy: the address does not hold a policy id."}),
+      el("p", {}, el("a", {href: "#policies", text: "← all policies"})));
+    return undefined;
+  }
+  return editor(main, access, id);
 }

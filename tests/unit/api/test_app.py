@@ -89,3 +89,28 @@ def test_unknown_paths_and_methods(app):
     not_allowed = call(app, "POST", "/v1/migrationpolicies", {})
     assert not_allowed.status_int == 405
     assert not_allowed.headers["Allow"] == "GET"
+
+
+@pytest.mark.parametrize("host, status", [
+    ("localhost:8795", 200), ("127.0.0.1:8795", 200), ("[::1]:8795", 200),
+    ("LOCALHOST", 200), ("127.0.0.1", 200),
+    ("attacker.example:8795", 400), ("localhost.attacker.example", 400),
+    ("127.0.0.1.nip.io", 400), ("", 400),
+])
+def test_noauth_answers_only_its_own_host_names(app, host, status):
+    """DNS rebinding: a page whose name resolves to 127.0.0.1 reaches
+    the loopback API with its own name in Host; noauth refuses it, and
+    changes nothing."""
+    request = webob.Request.blank("/v1/schedulingpolicies", method="POST",
+                                  headers={"Host": host})
+    request.content_type = "application/json"
+    request.body = b'{"name": "rebound"}'
+    response = request.get_response(app)
+    if status == 400:
+        assert response.status_int == 400
+        assert message(response).startswith("Host header: ")
+        listed = call(app, "GET", "/v1/schedulingpolicies").json
+        assert "rebound" not in {p["name"]
+                                 for p in listed["schedulingpolicies"]}
+    else:
+        assert response.status_int == 201

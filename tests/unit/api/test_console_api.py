@@ -4,6 +4,8 @@ in-process on SQLite, with identities as authentication leaves them."""
 import datetime
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 import webob
@@ -12,13 +14,13 @@ from sqlalchemy.orm import Session
 from scheduler.api import access
 from scheduler.api import app as api_app
 from scheduler.api import console
+from scheduler.api import explain
+from scheduler.api import hosts
 from scheduler.api import openapi
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import permissions
 from scheduler.hosts import records
-from scheduler.policies import explain as dry_run
-from scheduler.request.spec import RequestSpec
 from tests import fakes
 
 GRANTS = {"root": ("admin", "*"), "ca": ("cluster_admin", "c1"),
@@ -91,18 +93,54 @@ def test_host_show_and_unknown_host(fleet, routes):
     missing = call(routes, "/v1/hosts/nope")
     assert missing.status_int == 404
     assert "nope" in missing.json["error"]["message"]
+    # A long name is echoed shortened.
+    long = call(routes, "/v1/hosts/" + "x" * 5000)
+    assert long.status_int == 404
+    assert "xxx..." in long.json["error"]["message"]
+    assert len(long.json["error"]["message"]) < 200
 
 
-def test_explain_is_the_commands_decision(fleet, routes, scheduler_config):
+def test_a_served_api_loads_the_host_cache_in_the_background(
+        fleet, scheduler_config):
+    hosts.serve_in_background(scheduler_config)
+    manager = hosts.host_manager(scheduler_config)
+    try:
+        # The thread did the first load: the request path did none.
+        assert manager._refresher.load_now(timeout=30)
+        assert manager._refresher.loads >= 1
+        assert {h.host for h in manager.host_states()} == {
+            "busy", "quiet", "other"}
+    finally:
+        manager.close()
+
+
+def _command_explain(conf, tmp_path, *args: str) -> dict:
+    """``scheduler-manage explain --format json`` (manage_commands.explain)
+    on the test's database, in its own interpreter."""
+    config = tmp_path / "manage.conf"
+    config.write_text(f"[DEFAULT]\nstate_path = {conf.state_path}\n"
+                      f"[database]\nconnection = {conf.database.connection}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "scheduler.cmd.manage", "--config-file",
+         str(config), "explain", *args, "--format", "json"],
+        capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_explain_is_the_commands_decision(fleet, routes, scheduler_config,
+                                          tmp_path):
     request = {"flavor": {"vcpus": 1, "memory_mb": 1024, "root_gb": 1},
                "cluster": "c1"}
     answer = call(routes, "/v1/explain", method="POST", data=request)
     assert answer.status_int == 200
-    direct = dry_run.explain(scheduler_config, RequestSpec.from_dict(
-        {**request, "num_instances": 1}))
-    assert answer.json["selected"] == direct.document["selected"]
+    command = _command_explain(scheduler_config, tmp_path, "--vcpus", "1",
+                               "--ram", "1024", "--disk", "1",
+                               "--cluster", "c1")
+    assert answer.json["selected"] == command["selected"]
     assert answer.json["selected"][0] in ("busy", "quiet")
-    assert answer.json["policy"] is None
+    assert answer.json["policy"] is None is command["policy"]
+    assert [(h["host"], h["filtered_by"]) for h in answer.json["hosts"]] == [
+        (h["host"], h["filtered_by"]) for h in command["hosts"]]
     assert {h["host"] for h in answer.json["hosts"]} == {"busy", "quiet",
                                                          "other"}
 
@@ -111,7 +149,7 @@ def test_explain_is_the_commands_decision(fleet, routes, scheduler_config):
     ({"flavor": {"vcpus": "two", "memory_mb": 1, "root_gb": 1}}, 400,
      "request_spec.flavor.vcpus"),
     ({"flavor": {"vcpus": 1, "memory_mb": 1, "root_gb": 1},
-      "cluster": "c9"}, 400, "cluster"),
+      "cluster": "c9"}, 400, "request_spec.cluster: "),
     ({"flavor": {"vcpus": 1, "memory_mb": 1, "root_gb": 1,
                  "extra_specs": {"resources:cpu.percent": "<<"}}}, 400,
      "request_spec.flavor.extra_specs"),
@@ -121,6 +159,16 @@ def test_explain_refusals_name_the_field(fleet, routes, data, status,
     answer = call(routes, "/v1/explain", method="POST", data=data)
     assert answer.status_int == status
     assert answer.json["error"]["message"].startswith(field)
+
+
+def test_an_extra_spec_the_flavor_lacks_is_named_as_the_request():
+    """Never a scheduler hint: the hints' schema admits no extra spec."""
+    sent = {"flavor": {"extra_specs": {"resources:cpu.percent": "<<"}},
+            "scheduler_hints": {"query": "[]"}}
+    assert explain._spec_field(sent, "resources:cpu.percent") == (
+        "request_spec.flavor.extra_specs.resources:cpu.percent")
+    assert explain._spec_field(sent, "query") == "request_spec"
+    assert explain._spec_field({"flavor": {}}, "x") == "request_spec"
 
 
 def test_explain_needs_a_role(routes):
@@ -188,6 +236,10 @@ def test_console_files_need_a_role(fleet, routes):
     assert again.status_int == 304
     assert call(routes, "/ui/nothing.js").status_int == 404
     assert call(routes, "/ui/..%2fapp.py").status_int == 404
+    # The router hands show_file the decoded name, which names no file.
+    dots = call(routes, "/ui/%2e%2e")
+    assert dots.status_int == 404
+    assert dots.json["error"]["message"] == "no console file '..'"
     assert call(routes, "/ui", "stranger").status_int == 403
     assert call(routes, "/ui", None).status_int == 401
 
