@@ -8,9 +8,9 @@ only what Python allocated (``tracemalloc``) for a scheduler's first
 decision over ``bench_engine``'s fleet, on a fresh scheduler after a
 first one imported and warmed everything, and prints the total per host
 (``traced_bytes_per_host``, ``peak_bytes_per_host`` while loading) and
-the ``--top`` lines that hold most of it. The same numbers on every run
-of the same code, so a change's effect on the cache's memory shows
-alone.
+the ``--top`` lines that hold most of it. The same numbers, within a
+few bytes, on every run of the same code, so a change's effect on the
+cache's memory shows alone.
 """
 
 import argparse

@@ -87,8 +87,10 @@ class MetricHistory:
     __slots__ = ("_series", "_memo")
 
     def __init__(self, series: dict[str, array] | None = None):
-        # One array of records per metric (``_RECORD``), taken over, not
-        # copied: only ``appended_readings`` builds them. The running sums
+        # One array of records per metric (``_RECORD`` doubles: time,
+        # value, running sum and sum of squares), taken over, not copied:
+        # only ``appended_readings`` builds them; plugins start from
+        # ``EMPTY`` and append, never construct one. The running sums
         # give a window's mean and stddev in constant time: an instance
         # history of 6 h holds 360 reports, and each report of a node
         # asks them for every instance on it.

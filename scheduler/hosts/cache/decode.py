@@ -50,11 +50,29 @@ class Decoded(NamedTuple):
     instance_history: history_mod.MetricHistory = history_mod.EMPTY
 
 
+#: The metric names and sources reports carry, one copy each (see
+#: ``well_formed_metrics``). Emptied when it grows past _SHARED_KEPT,
+#: unlike ``sys.intern`` (whose strings some builds never free): a node
+#: inventing names cannot grow it without bound.
+_SHARED: dict[str, str] = {}
+_SHARED_KEPT = 4096
+
+
+def _shared_strings() -> dict[str, str]:
+    if len(_SHARED) > _SHARED_KEPT:
+        _SHARED.clear()
+    return _SHARED
+
+
 def metrics_key(text: str) -> tuple[int, int]:
     """What the cache keeps of a row's metrics text: its length and hash,
     enough for a full load to tell whether a row changed without moving
     its change key. The text itself is most of a host's memory (a report
-    is a few KB), and what the cache needs of it is decoded.
+    is a few KB), and what the cache needs of it is decoded. Two texts
+    of one length and one 64-bit hash would be taken for the same: the
+    full load is the safety net for a writer that did not move the
+    change key, and a collision there costs one row's metrics until its
+    next report.
     """
     return len(text), hash(text)
 
@@ -120,7 +138,7 @@ def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
     stamps = recent_stamps()
     metrics: dict[str, Metric] = {}
     unset = msgspec.UNSET
-    intern = sys.intern
+    shared = _shared_strings()
     for entry in entries:
         if entry.instance is not unset:
             if instance_found is not None:
@@ -137,12 +155,12 @@ def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
         if timestamp is None:
             return None
         source = entry.source
-        # Interned: every host reports the same few names and sources,
-        # and the cache holds a copy of each per host otherwise (two
-        # thirds of a host's metrics' memory). An interned string is
-        # freed with its last holder.
-        metrics[intern(name)] = Metric(
-            value, timestamp, "" if source is None else intern(source))
+        # One copy shared by every host: every host reports the same few
+        # names and sources, and the cache holds a copy of each per host
+        # otherwise (two thirds of a host's metrics' memory).
+        metrics[shared.setdefault(name, name)] = Metric(
+            value, timestamp,
+            "" if source is None else shared.setdefault(source, source))
     return metrics
 
 

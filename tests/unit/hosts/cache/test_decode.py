@@ -167,4 +167,22 @@ def test_instance_entries_are_read_from_a_report_holding_some(key):
 def test_a_report_without_instance_entries_has_none():
     got = decode.decode(_row([{"name": "cpu.percent", "value": 1.0,
                                "timestamp": STAMP}]))
-    assert dict(got.instance_metrics) == {}
+    # One shared empty mapping, not an object per report.
+    assert got.instance_metrics is decode._NO_INSTANCES
+
+
+def test_names_invented_by_a_node_do_not_grow_the_shared_strings(
+        monkeypatch):
+    monkeypatch.setattr(decode, "_SHARED_KEPT", 8)
+    decode._SHARED.clear()
+    for report in range(20):
+        decode.well_formed_metrics(json.dumps([
+            {"name": f"made.up.{report}", "value": 1.0,
+             "timestamp": STAMP}]))
+        assert len(decode._SHARED) <= 8 + 2
+    first = decode.well_formed_metrics(json.dumps([
+        {"name": "cpu.percent", "value": 1.0, "timestamp": STAMP}]))
+    second = decode.well_formed_metrics(json.dumps([
+        {"name": "cpu.percent", "value": 2.0, "timestamp": STAMP}]))
+    # One copy of a name for every host that reports it.
+    assert next(iter(first)) is next(iter(second))

@@ -7,6 +7,7 @@ import types
 
 from scheduler.db import models
 from scheduler.hosts import state as hs
+from scheduler.hosts.cache import decode
 from tests.unit.hosts.cache.fakes import NODES
 from tests.unit.hosts.cache.fakes import SECOND
 from tests.unit.hosts.cache.fakes import add_node
@@ -259,4 +260,4 @@ def test_the_cache_keeps_no_report_text(engine, manager):
     assert "cpu.percent" in entry.state.metrics
     assert not [held for held in _strings_held(entry)
                 if '"cpu.percent"' in held]
-    assert entry.decoded.instance_metrics == {}
+    assert entry.decoded.instance_metrics is decode._NO_INSTANCES
