@@ -7,6 +7,7 @@ and prints one line per configuration:
 
     config=nova-default hot_host_minutes=... cpu_stddev_mean=...
     herd_max=... migrations=... rejected=... hosts_used_peak=... wall_s=...
+    cpu_s=...
 
 and where each run's time went (``wall_s_<event>=``: the nodes' report
 writes, the decisions with the host cache reads before them, the
@@ -123,6 +124,7 @@ def main() -> int:
                   f"rejected={run['rejected']} "
                   f"hosts_used_peak={run['hosts_used_peak']} "
                   f"wall_s={run['wall_seconds']:.1f} "
+                  f"cpu_s={run['cpu_seconds']:.1f} "
                   + " ".join(f"wall_s_{name}={seconds:.1f}" for name, seconds
                              in run["wall_seconds_by_event"].items()),
                   flush=True)

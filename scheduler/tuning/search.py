@@ -22,8 +22,6 @@ from scheduler.tuning import space as space_mod
 
 #: Figures ``--pareto`` minimises together.
 PARETO_FIGURES = ("hot_host_minutes", "migrations", "hosts_used_peak")
-#: Figures no search may minimise: the workload's size and clocks.
-NOT_OBJECTIVES = ("vms", "placed", "sim_seconds", "wall_seconds")
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

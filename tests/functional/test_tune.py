@@ -21,7 +21,7 @@ metrics.weight_setting[cpu.percent]: {low: -2.0, high: -0.1}
 filter_scheduler.weight_normalization: {choices: [minmax, hardmax]}
 """
 #: What differs between two runs of one trial: the clocks.
-CLOCKS = ("wall_seconds", "wall_seconds_by_event")
+CLOCKS = ("wall_seconds", "cpu_seconds", "wall_seconds_by_event")
 
 
 @pytest.fixture

@@ -54,8 +54,8 @@ def test_each_event_kind_is_charged_its_own_time(unit_ratio_config,
     # of two for each kind (sums stay exact): each kind's total must be
     # its own calls times its own step, under its own name.
     now = [0.0]
-    monkeypatch.setattr(runner, "time",
-                        types.SimpleNamespace(perf_counter=lambda: now[0]))
+    monkeypatch.setattr(runner, "time", types.SimpleNamespace(
+        perf_counter=lambda: now[0], process_time=lambda: 0.0))
     handlers = {"slots": "_new_slot", "ends": "_end", "reports": "_report",
                 "samples": "_sample", "balancing": "_balance",
                 "arrivals": "_arrive"}
@@ -254,3 +254,11 @@ def test_days_split_at_midnight(unit_ratio_config):
     assert days[0]["hot_host_minutes"] == 10.0
     assert days[1]["hot_host_minutes"] == 9.0
     assert sorted(days) == [0, 1]
+
+
+def test_a_run_reports_its_cpu_time(unit_ratio_config, monkeypatch):
+    spent = iter([100.0, 102.5])
+    monkeypatch.setattr(runner, "time", types.SimpleNamespace(
+        perf_counter=lambda: 0.0, process_time=lambda: next(spent)))
+    result = _run(unit_ratio_config, _steady((0, 300, 4, 1024, 90.0)))
+    assert result["cpu_seconds"] == 2.5
