@@ -148,14 +148,13 @@ class MetricHistory:
             memo = self._memo = {}
         elif key in memo:
             return memo[key]
-        records = self._series.get(name)
-        value = None
-        if records is not None:
-            start = _window_start(records, window)
-            if stat in ("mean", metric_stat.STDDEV):
-                value = self._moment(name, stat, start)
-            else:
-                value = _statistic(stat, records[start + 1::_RECORD])
+        if stat in ("mean", metric_stat.STDDEV):
+            found = self.moments(name, window)
+            value = None if found is None else found[stat != "mean"]
+        else:
+            records = self._series.get(name)
+            value = None if records is None else _statistic(
+                stat, records[_window_start(records, window) + 1::_RECORD])
         memo[key] = value
         return value
 
@@ -176,13 +175,9 @@ class MetricHistory:
         memo[key] = found
         return found
 
-    def _moment(self, name: str, stat: str, start: int) -> float:
-        """Mean or stddev of the reports of ``name`` from the one at
-        ``start`` (its index in the records), by running sums."""
-        mean, stddev = self._moments(name, start)
-        return mean if stat == "mean" else stddev
-
     def _moments(self, name: str, start: int) -> tuple[float, float]:
+        """Mean and stddev of the reports of ``name`` from the one at
+        ``start`` (its index in the records), by running sums."""
         records = self._series[name]
         count = (len(records) - start) // _RECORD
         first = records[start + 1]

@@ -305,13 +305,12 @@ def _instance_history(previous: Decoded | None,
     the decoded entries."""
     if window <= 0:
         return history_mod.EMPTY
-    if readings is None:
-        cpu = _INSTANCE_CPU
-        readings = {uuid: (epoch(metrics[cpu].timestamp),
-                           float(metrics[cpu].value))
-                    for uuid, metrics in instances.items() if cpu in metrics}
     held = (previous.instance_history if previous is not None
             else history_mod.EMPTY)
+    if readings is None:
+        cpu = _INSTANCE_CPU
+        return held.appended({uuid: metrics[cpu] for uuid, metrics
+                              in instances.items() if cpu in metrics}, window)
     return held.appended_readings(readings, window)
 
 
