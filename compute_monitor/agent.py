@@ -24,6 +24,7 @@ from sqlalchemy import exc as sa_exc
 from stevedore import named
 
 from compute_monitor import base
+from compute_monitor import conf as monitor_conf
 from scheduler import exception
 from scheduler.common import suggest
 from scheduler.db import api as db_api
@@ -178,7 +179,7 @@ class MonitorAgent:
 
     @property
     def hostname(self) -> str:
-        return self.conf.compute_monitor.hypervisor_hostname or self.conf.host
+        return monitor_conf.hypervisor_hostname(self.conf)
 
     # Measuring
 

@@ -104,6 +104,12 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(monitor_opts + node_opts, group="compute_monitor")
 
 
+def hypervisor_hostname(conf: cfg.ConfigOpts) -> str:
+    """This node's name in compute_nodes.hypervisor_hostname: the option,
+    else [DEFAULT] host."""
+    return conf.compute_monitor.hypervisor_hostname or conf.host
+
+
 def list_opts() -> list:
     return [
         # --strict is registered by cli.parse, as a command-line option.

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from compute_monitor import conf as monitor_conf
 from compute_monitor.migration import agent as agent_mod
 from compute_monitor.migration import conf as agent_conf
 from compute_monitor.monitors import libvirt_domains
@@ -47,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     common.stop_on_signals(agent.stop, LOG,
                            "stopping after the running moves")
     LOG.info("Carrying out the moves planned out of %s, every %s s",
-             agent_mod.hypervisor_hostname(CONF),
+             monitor_conf.hypervisor_hostname(CONF),
              CONF.migration_agent.poll_interval)
     agent.run_forever()
     LOG.info("%s stopped", PROG)

@@ -22,6 +22,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
+from compute_monitor import conf as monitor_conf
 from compute_monitor.migration import conf as agent_conf
 from compute_monitor.migration import mover as mover_mod
 from compute_monitor.migration import reaper
@@ -39,10 +40,6 @@ _MBPS_TO_MIB = 1_000_000 / 8 / 2**20
 def agent_name(conf: cfg.ConfigOpts) -> str:
     """host:pid, as recorded in the rows this agent holds."""
     return f"{conf.host}:{os.getpid()}"
-
-
-def hypervisor_hostname(conf: cfg.ConfigOpts) -> str:
-    return conf.compute_monitor.hypervisor_hostname or conf.host
 
 
 class MigrationAgent:
@@ -104,12 +101,12 @@ class MigrationAgent:
 
     def _own_node(self) -> int | None:
         if self._node_id is None:
-            self._node_id = self.store.node_id(self.conf.host,
-                                               hypervisor_hostname(self.conf))
+            node = monitor_conf.hypervisor_hostname(self.conf)
+            self._node_id = self.store.node_id(self.conf.host, node)
             if self._node_id is None and not self._warned:
                 LOG.warning("No compute node %s (host %s) in the database "
-                            "yet: start its compute-monitor",
-                            hypervisor_hostname(self.conf), self.conf.host)
+                            "yet: start its compute-monitor", node,
+                            self.conf.host)
                 self._warned = True
         return self._node_id
 
