@@ -204,8 +204,9 @@ class FilterScheduler:
         candidates = self._filter(spec, table, removed)
         weighed = self._weigh(spec, table, candidates, removed)
         opts = self.conf.filter_scheduler
-        best = best_first(weighed.totals, table.name_rank()[weighed.rows],
-                          max(opts.host_subset_size, opts.max_attempts))
+        best = best_first(weighed.totals, table.name_rank(),
+                          max(opts.host_subset_size, opts.max_attempts),
+                          rows=weighed.rows)
         picked = [int(best[rank]) for rank in self._pick(len(best))]
         picked_rows = weighed.rows[picked].tolist()
         decision = Decision(
@@ -219,7 +220,7 @@ class FilterScheduler:
                              for record in removed.records(spec)]),
             _explain=lambda: decision_mod.results_of(
                 table, weighed, weighed.rows[best_first(
-                    weighed.totals, table.name_rank()[weighed.rows])],
+                    weighed.totals, table.name_rank(), rows=weighed.rows)],
                 removed, spec))
         if LOG.isEnabledFor(logging.DEBUG):
             LOG.debug("Cost table for %s:\n%s", spec.flavor.name or "request",
@@ -289,11 +290,14 @@ class FilterScheduler:
             normalized = plugin_guard.worst(
                 normalization.normalize_array(mode, raw, maximum), failed,
                 multiplier)
-            weighted = np.where(np.isnan(normalized), unavailable_weight,
-                                multiplier * normalized)
+            weighted = multiplier * normalized
+            # Usually nobody lacks the value: no masked choice then.
+            unavailable = np.isnan(normalized)
+            if unavailable.any():
+                weighted[unavailable] = unavailable_weight
             weighed.terms.append((weigher.name, raw, normalized,
                                   float(multiplier), weighted))
-            weighed.totals = weighed.totals + weighted
+            weighed.totals += weighted
         return weighed
 
     def _pick(self, count: int) -> list[int]:
@@ -310,23 +314,29 @@ class FilterScheduler:
 
 
 def best_first(totals: np.ndarray, name_ranks: np.ndarray,
-               count: int | None = None) -> np.ndarray:
+               count: int | None = None,
+               rows: np.ndarray | None = None) -> np.ndarray:
     """Positions of the ``count`` heaviest ``totals`` (None: of all),
-    heaviest first, equal totals by ``name_ranks``.
+    heaviest first, equal totals by ``name_ranks`` (with ``rows``, the
+    ranks of a whole table, total i being row ``rows[i]``'s).
 
     A decision needs the chosen host and its alternates only: partitioning
     around the count-th weight then sorting what is at least that heavy
     costs a fraction of sorting every candidate (at 100,000 hosts, a
-    sort took several milliseconds).
+    sort took several milliseconds); the name ranks of those few only are
+    looked up.
     """
-    near = np.arange(len(totals))
+    near = None
     if count is not None and count < len(totals):
         threshold = _at_most_the_heaviest(totals, count)
         if not np.isnan(threshold):  # NaN sorts last: the full sort then
             # Every host as heavy as the count-th: ties at the cut are
             # ordered by name like the rest.
             near = np.flatnonzero(totals >= threshold)
-    order = near[np.lexsort((name_ranks[near], -totals[near]))]
+    if near is None:
+        near = np.arange(len(totals))
+    ranks = name_ranks[near if rows is None else rows[near]]
+    order = near[np.lexsort((ranks, -totals[near]))]
     return order if count is None else order[:count]
 
 

@@ -13,6 +13,7 @@ from scheduler.filters import Rejection
 from scheduler.filters.nova_names import NOVA_NAMES
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import by_code
 from scheduler.request import capability_specs
 from scheduler.request.spec import RequestSpec
 
@@ -161,7 +162,7 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
                                                  check.keys))
             verdicts = np.fromiter((check.accepts(value) for value in values),
                                    dtype=bool, count=len(values))
-            ok &= verdicts[codes]
+            ok &= by_code(codes, verdicts)
         return ok
 
     def why_rejected(self, host: HostState,

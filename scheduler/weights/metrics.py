@@ -62,5 +62,7 @@ class MetricsWeigher(BaseHostWeigher):
         total = np.zeros(len(rows))
         # NaN (missing or stale) carries through the sum, as None does.
         for name, ratio in self.conf.metrics.weight_setting:
-            total = total + ratio * fresh_metric(table, name, cutoff)[rows]
+            term = fresh_metric(table, name, cutoff)[rows]
+            term *= ratio
+            total += term
         return total

@@ -85,19 +85,27 @@ def normalize_array(mode: str, raw: np.ndarray,
                     maximum: float | None = None) -> np.ndarray:
     """``normalize()`` over a float array, NaN for unavailable."""
     missing = np.isnan(raw)
-    available = raw[~missing]
+    # Usually every candidate has a value: then the available values are
+    # the raw ones, and neither a masked copy nor a masked choice is
+    # needed (each a pass over every candidate, at 100,000 hosts a tenth
+    # of a millisecond).
+    complete = not missing.any()
+    available = raw if complete else raw[~missing]
     if mode == "minmax":
         spread = (available.max() - available.min() if available.size
                   else 0.0)
         if spread == 0:
             return np.where(missing, np.nan, 0.0)
-        return (raw - available.min()) / spread
+        normalized = raw - available.min()
+        normalized /= spread
+        return normalized
     if mode == "rank":
         ordered = np.sort(available)
         n = len(ordered)
         # Only strictly better hosts push a value down: ties share a rank.
         better = n - np.searchsorted(ordered, raw, side="right")
-        return np.where(missing, np.nan, (n - 1 - better).astype(float))
+        ranks = (n - 1 - better).astype(float)
+        return ranks if complete else np.where(missing, np.nan, ranks)
     if mode == "hardmax":
         if maximum is None:
             maximum = np.abs(available).max(initial=0.0)

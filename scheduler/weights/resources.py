@@ -48,14 +48,22 @@ class ResourcesWeigher(BaseHostWeigher):
             return metric_scale.scaled_sum(
                 scale, columns, [sign for _metric, sign in goals],
                 len(rows))
-        available = ~np.isnan(columns).any(axis=0)
+        available = np.ones(len(rows), dtype=bool)
+        for column in columns:
+            available &= ~np.isnan(column)
+        # Usually every host has every goal metric: no masked copies nor
+        # choices then (each a pass over the candidates).
+        complete = available.all()
         total = np.zeros(len(rows))
         for (_metric, sign), column in zip(goals, columns, strict=True):
-            scale = np.abs(column[available]).max(initial=0.0)
+            scale = np.abs(column if complete else column[available]).max(
+                initial=0.0)
             if scale:
-                total = total + np.where(available, sign * column / scale,
-                                         0.0)
-        return np.where(available, total, np.nan)
+                term = sign * column
+                term /= scale
+                total += term if complete else np.where(available, term,
+                                                        0.0)
+        return total if complete else np.where(available, total, np.nan)
 
 
 def _goals(spec: RequestSpec) -> list[tuple[str, float]]:
