@@ -290,11 +290,14 @@ class FilterScheduler:
             normalized = plugin_guard.worst(
                 normalization.normalize_array(mode, raw, maximum), failed,
                 multiplier)
-            weighted = multiplier * normalized
-            # Usually nobody lacks the value: no masked choice then.
+            # 1.0 x a weight is that weight: no pass for the usual
+            # multiplier; nor a masked choice when nobody lacks a value.
+            weighted = (normalized if multiplier == 1.0
+                        else multiplier * normalized)
             unavailable = np.isnan(normalized)
             if unavailable.any():
-                weighted[unavailable] = unavailable_weight
+                weighted = np.where(unavailable, unavailable_weight,
+                                    weighted)
             weighed.terms.append((weigher.name, raw, normalized,
                                   float(multiplier), weighted))
             weighed.totals += weighted

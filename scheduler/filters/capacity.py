@@ -68,10 +68,14 @@ class CapacityFilter(BaseHostFilter):
 
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         needed = getattr(spec.flavor, self.flavor_amount)
+        ok = np.ones(len(table), dtype=bool)
         if needed <= 0:
-            return np.ones(len(table), dtype=bool)
-        return ((table.attribute(self.free) >= needed)
-                & (table.attribute(self.capacity) >= needed))
+            return ok
+        for name in (self.free, self.capacity):
+            # Where every host has room, no pass over the hosts.
+            if not table.attribute_at_least(name, needed):
+                ok &= table.attribute(name) >= needed
+        return ok
 
     def why_rejected(self, host: HostState,
                      spec: RequestSpec) -> Rejection:

@@ -126,15 +126,18 @@ class HostTable:
     def __init__(self, hosts: Iterable["HostState"],
                  columns: Mapping[Hashable, tuple[np.ndarray, Builder]]
                  | None = None, name_rank: np.ndarray | None = None,
-                 floors: Mapping[Hashable, float] | None = None):
+                 floors: Mapping[Hashable, tuple[float, bool]]
+                 | None = None):
         self.hosts = hosts if isinstance(hosts, HostList) else HostList(
             hosts)
         self._columns: dict[Hashable, tuple[np.ndarray, Builder]] = dict(
             columns or {})
         self._name_rank = name_rank
-        #: A value at most the smallest of each float column's values
-        #: (NaN: one is NaN), by column key: see ``at_least()``.
-        self._floors: dict[Hashable, float] = dict(floors or {})
+        #: (a value at most the smallest of the column's values, NaN
+        #: when one is NaN; whether it is that smallest value) of float
+        #: columns, by key: see ``at_least()``.
+        self._floors: dict[Hashable, tuple[float, bool]] = dict(
+            floors or {})
         self._lock = threading.Lock()
         #: Kept by the host manager, under its lock, for the table it
         #: holds: whether it was handed out for good (``host_table()``)
@@ -193,19 +196,28 @@ class HostTable:
         least ``bound``, NaN being none.
 
         Answered from a floor of the column kept across versions: a
-        version lowers it to the values of the rows it replaces, so the
-        floor may lag below the column's smallest value but never rises
-        above it. Only when the floor is below ``bound`` is the column
-        scanned for its smallest value, which becomes the floor. Whether
-        every host's metric is fresh is then, most of the time, one
-        comparison instead of a pass over every host.
+        version lowers it to the values of the rows it replaces, and
+        when it replaces a row holding the smallest value the floor may
+        lag below the new smallest one, never above. Only a lagging floor
+        below ``bound`` has the column scanned for its smallest value.
+        Whether every host's metric is fresh, or has room for a flavor,
+        is then most of the time one comparison instead of a pass over
+        every host.
         """
-        floor = self._floors.get(key)
-        if floor is None or not floor >= bound:
-            floor = float(self._columns[key][0].min(initial=np.inf))
+        floor, exact = self._floors.get(key, (np.nan, False))
+        if not floor >= bound and not exact:
+            found = self._columns.get(key)
+            if found is None:  # handed over meanwhile: no floor to keep
+                return False
+            floor = float(found[0].min(initial=np.inf))
             with self._lock:
-                self._floors[key] = floor
+                self._floors[key] = (floor, True)
         return floor >= bound
+
+    def attribute_at_least(self, name: str, bound: float) -> bool:
+        """``at_least()`` of the column of HostState attribute ``name``."""
+        self.attribute(name)
+        return self.at_least(("attribute", name), bound)
 
     def name_rank(self) -> np.ndarray:
         """Each host's position in (host, nodename) order, ties in table
@@ -245,12 +257,14 @@ class HostTable:
                 array.flags.writeable = True
             else:
                 array = array.copy()
+            before = array[list(rows)].tolist() if key in floors else None
             for index, host in rows.items():
                 array[index] = value(host)
             array.flags.writeable = False
             columns[key] = (array, builder)
-            if key in floors:
-                floors[key] = _lowered(floors[key], array, rows)
+            if before is not None:
+                floors[key] = _lowered(floors[key], before,
+                                       array[list(rows)].tolist())
         return HostTable(hosts, columns, self._name_rank, floors)
 
 
@@ -292,16 +306,19 @@ def by_code(codes: np.ndarray, verdicts: np.ndarray) -> np.ndarray:
     return verdicts[codes]
 
 
-def _lowered(floor: float, array: np.ndarray, rows: Iterable[int]
-             ) -> float:
-    """``floor`` lowered to the values of ``array`` at ``rows``; NaN
-    when it is NaN or one of them is."""
-    for value in array[list(rows)].tolist():
-        if value < floor:
-            floor = value
-        elif not value >= floor:  # NaN, or the floor is
-            return np.nan
-    return floor
+def _lowered(floor: tuple[float, bool], before: Sequence[float],
+             after: Sequence[float]) -> tuple[float, bool]:
+    """A column's ``floor`` (``HostTable.at_least``) once some of its
+    values changed from ``before`` to ``after``."""
+    low, exact = floor
+    for old, new in zip(before, after, strict=True):
+        if not old > low:  # maybe the smallest value, now gone
+            exact = False
+        if new < low:
+            low = new
+        elif not new >= low:  # NaN, or the floor is
+            low = np.nan
+    return low, exact
 
 
 def _build(hosts: Sequence["HostState"], dtype: type | str,

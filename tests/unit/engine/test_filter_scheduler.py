@@ -231,6 +231,17 @@ def test_best_first_is_the_head_of_the_full_ranking(count, largest):
             == expected.tolist()
 
 
+@pytest.mark.parametrize("count", [2, None])
+def test_best_first_of_rows_reads_their_name_ranks(count):
+    rng = np.random.default_rng(3)
+    names = rng.permutation(3000)
+    rows = np.sort(rng.choice(3000, 2000, replace=False))
+    totals = rng.integers(0, 3, len(rows)).astype(float)
+    assert filter_scheduler.best_first(
+        totals, names, count, rows=rows).tolist() \
+        == filter_scheduler.best_first(totals, names[rows], count).tolist()
+
+
 def test_best_first_with_nan_weights_sorts_everything():
     totals = np.array([np.nan, 1.0, np.nan, 2.0])
     names = np.arange(4)

@@ -123,6 +123,53 @@ def test_host_list_versions_share_the_chunks_they_do_not_change():
     assert new._chunks[1] is not held._chunks[1]
 
 
+def test_at_least_follows_the_rows_each_version_replaces():
+    hosts = [fakes.make_host(name, node_id=number, vcpus=vcpus)
+             for number, (name, vcpus) in enumerate(
+                 [("a", 2), ("b", 4), ("c", 8)])]
+    table = HostTable(hosts)
+    assert table.attribute_at_least("vcpus", 2)
+    assert not table.attribute_at_least("vcpus", 3)
+    # The smallest value replaced by a larger one: the floor is worked
+    # out again rather than kept below the truth.
+    raised = table.replaced({0: fakes.make_host("a", node_id=0, vcpus=6)})
+    assert raised.attribute_at_least("vcpus", 4)
+    assert not raised.attribute_at_least("vcpus", 5)
+    # A smaller value than the floor lowers it, in place or not.
+    for hand_over in (False, True):
+        lowered = raised.replaced(
+            {2: fakes.make_host("c", node_id=2, vcpus=1)},
+            hand_over=hand_over)
+        assert not lowered.attribute_at_least("vcpus", 2)
+        assert lowered.attribute_at_least("vcpus", 1)
+    # NaN is at least nothing, built or brought in by a version.
+    table.column("known", float,
+                 lambda host: np.nan if host.vcpus == 0 else host.vcpus)
+    assert table.at_least("known", 2)
+    unknown = table.replaced({2: fakes.make_host("c", node_id=2, vcpus=0)})
+    assert not unknown.at_least("known", -np.inf)
+
+
+def test_fresh_metric_follows_reports_going_stale_and_fresh():
+    now = clock.utcnow()
+    recent = now - datetime.timedelta(seconds=300)
+    hosts = [fakes.make_host(name, {"cpu.percent": value}, node_id=number)
+             for number, (name, value) in enumerate([("a", 1.0),
+                                                     ("b", 2.0)])]
+    table = HostTable(hosts)
+    np.testing.assert_array_equal(
+        host_table.fresh_metric(table, "cpu.percent", recent), [1.0, 2.0])
+    stale = table.replaced({1: fakes.make_host(
+        "b", {"cpu.percent": 3.0}, age=600, node_id=1)})
+    np.testing.assert_array_equal(
+        host_table.fresh_metric(stale, "cpu.percent", recent),
+        [1.0, np.nan])
+    fresh = stale.replaced({1: fakes.make_host(
+        "b", {"cpu.percent": 4.0}, node_id=1)})
+    np.testing.assert_array_equal(
+        host_table.fresh_metric(fresh, "cpu.percent", recent), [1.0, 4.0])
+
+
 def test_fresh_metric_is_worked_out_once_per_metric_and_cutoff():
     now = clock.utcnow()
     hosts = [fakes.make_host("new", {"cpu.percent": 10.0}, node_id=1),
