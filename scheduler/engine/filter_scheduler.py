@@ -269,6 +269,8 @@ class FilterScheduler:
                 newly = np.isnan(raw) & ~lacking
                 if failed is not None:
                     newly &= ~failed
+                if not newly.any():
+                    continue
                 for row in candidates[newly].tolist():
                     removed.add(row, weigher, _unavailable(
                         weigher, table.hosts[row], spec))

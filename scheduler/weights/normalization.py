@@ -92,11 +92,11 @@ def normalize_array(mode: str, raw: np.ndarray,
     complete = not missing.any()
     available = raw if complete else raw[~missing]
     if mode == "minmax":
-        spread = (available.max() - available.min() if available.size
-                  else 0.0)
+        lowest = available.min() if available.size else 0.0
+        spread = available.max() - lowest if available.size else 0.0
         if spread == 0:
             return np.where(missing, np.nan, 0.0)
-        normalized = raw - available.min()
+        normalized = raw - lowest
         normalized /= spread
         return normalized
     if mode == "rank":
