@@ -209,9 +209,15 @@ class HostTable:
             found = self._columns.get(key)
             if found is None:  # handed over meanwhile: no floor to keep
                 return False
-            floor = float(found[0].min(initial=np.inf))
+            # min() of the column as it is, whatever its dtype (a
+            # plugin may have built it as integers first).
+            values = found[0]
+            floor = float(values.min()) if len(values) else np.inf
             with self._lock:
-                self._floors[key] = (floor, True)
+                # Handed over and patched meanwhile: this floor may be of
+                # neither version, keep none.
+                if self._columns.get(key) is found:
+                    self._floors[key] = (floor, True)
         return floor >= bound
 
     def attribute_at_least(self, name: str, bound: float) -> bool:
@@ -312,7 +318,8 @@ def _lowered(floor: tuple[float, bool], before: Sequence[float],
     values changed from ``before`` to ``after``."""
     low, exact = floor
     for old, new in zip(before, after, strict=True):
-        if not old > low:  # maybe the smallest value, now gone
+        if not old > low and not new <= old:
+            # Maybe the smallest value, now gone: the floor may lag.
             exact = False
         if new < low:
             low = new

@@ -150,6 +150,39 @@ def test_at_least_follows_the_rows_each_version_replaces():
     assert not unknown.at_least("known", -np.inf)
 
 
+def test_at_least_of_a_column_built_as_integers():
+    # A plugin may build an attribute's column as integers before the
+    # capacity filters ask for its floor.
+    table = HostTable([fakes.make_host("a", node_id=0, vcpus=4)])
+    table.attribute("vcpus", np.int64)
+    assert table.attribute_at_least("vcpus", 4)
+    assert not table.attribute_at_least("vcpus", 5)
+    assert HostTable([]).attribute_at_least("vcpus", 10 ** 9)
+
+
+@given(st.data())
+def test_at_least_never_answers_above_the_truth(data):
+    values = st.one_of(st.integers(0, 6).map(float), st.just(np.nan))
+    size = data.draw(st.integers(1, 6))
+    current = data.draw(st.lists(values, min_size=size, max_size=size))
+
+    def host(row):
+        return fakes.make_host(f"h{row}", node_id=row, vcpus=current[row])
+
+    table = HostTable([host(row) for row in range(size)])
+    for _version in range(data.draw(st.integers(1, 6))):
+        table.column("free", float, lambda state: state.vcpus)
+        bound = data.draw(st.integers(-1, 7))
+        assert table.at_least("free", bound) == all(
+            value >= bound for value in current)
+        changed = data.draw(st.dictionaries(
+            st.integers(0, size - 1), values, max_size=size))
+        for row, value in changed.items():
+            current[row] = value
+        table = table.replaced({row: host(row) for row in changed},
+                               hand_over=data.draw(st.booleans()))
+
+
 def test_fresh_metric_follows_reports_going_stale_and_fresh():
     now = clock.utcnow()
     recent = now - datetime.timedelta(seconds=300)
