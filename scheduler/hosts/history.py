@@ -3,19 +3,17 @@ time, over the last ``[metrics] history_window`` (plugin API, read-only).
 
 The host cache appends a node's metrics when a decoded report carries a
 newer timestamp for them (``appended``), and hands the result to the
-node's next ``HostState`` as ``metric_history``. A history never
-changes: host states built from older reports keep theirs (versions
-share buffers, each reading only its own records). Each metric's
-reports are one ``array('d')`` of records of four: timestamp (seconds
-since 1970), value, and the running sum and sum of squares of the
-values: 32 bytes per report and metric (up to twice that while a buffer
-slides, see ``MetricHistory``) plus about 250 bytes per metric
-(docs/operator-guide.md, "Load-aware weighing").
+node's next ``HostState`` as ``metric_history``. A history is never
+changed, only replaced: host states built from older reports keep
+theirs. Each metric's reports are one ``array('d')`` of records of
+four: timestamp (seconds since 1970), value, and the running sum and
+sum of squares of the values: 32 bytes per report and metric plus about
+250 bytes per metric (docs/operator-guide.md, "Load-aware weighing").
 """
 
+import bisect
 import datetime
 import math
-import threading
 from array import array
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -35,8 +33,6 @@ MAX_REPORTS = 720
 #: and one of sums: the cache holds 20 metrics of every host, and an
 #: array object and its dict entry cost more than a report's values.
 _RECORD = 4
-#: Doubles of a history at MAX_REPORTS.
-_FULL = _RECORD * MAX_REPORTS
 
 
 class _Reading(Protocol):
@@ -67,86 +63,46 @@ def _statistic(stat: str, values: Sequence[float]) -> float:
     return values[-1]
 
 
-def _start(records: array, first: int, end: int, after: float) -> int:
-    """The index in ``records[first:end]`` (``_RECORD`` doubles a report,
-    its time first) of the first report newer than ``after``, ``end``
-    when none is."""
+def _start(records: array, after: float) -> int:
+    """The index in ``records`` (``_RECORD`` doubles a report, its time
+    first) of the first report newer than ``after``."""
     # Most often all held reports are: a history's window is mostly the
     # one it is asked about.
-    if records[first] > after:
-        return first
-    # By hand rather than bisect over a memoryview: a buffer exporting
-    # itself cannot grow, and another thread may append to it.
-    low, high = first // _RECORD, end // _RECORD
-    while low < high:
-        middle = (low + high) // 2
-        if records[middle * _RECORD] > after:
-            high = middle
-        else:
-            low = middle + 1
-    return low * _RECORD
+    if records[0] > after:
+        return 0
+    return _RECORD * bisect.bisect_right(
+        memoryview(records)[0::_RECORD], after)
 
 
-def _window_start(records: array, first: int, end: int,
-                  window: float) -> int:
+def _window_start(records: array, window: float) -> int:
     """The index of the first report within ``window`` seconds of the
     newest, which is always in (however small the window)."""
-    return min(_start(records, first, end, records[end - _RECORD] - window),
-               end - _RECORD)
+    return min(_start(records, records[-_RECORD] - window),
+               len(records) - _RECORD)
 
 
 class MetricHistory:
-    """The held reports of one node's metrics, by metric name.
+    """The held reports of one node's metrics, by metric name."""
 
-    Versions share their buffers: each version knows, per metric, the
-    run of records it holds (its bounds), and a report is appended in
-    place when the version it is appended to is the newest of its
-    buffer (nothing was written past its end), else to a copy. Copying
-    every metric's window at every report was a quarter of a simulated
-    day's cache refreshes. A buffer whose dropped head outgrows its held
-    run is copied to a fresh one on the next append: each record is
-    copied about once, and a buffer holds at most twice its window.
-    """
+    __slots__ = ("_series", "_memo")
 
-    __slots__ = ("_index", "_buffers", "_bounds", "_memo")
-
-    def __init__(self, index: dict[str, int] | None = None,
-                 buffers: list[array] | None = None,
-                 bounds: array | None = None):
-        # Only ``appended_readings`` builds them; plugins start from
-        # ``EMPTY`` and append, never construct one. ``index``: each
-        # metric's position in ``buffers`` (one array of records of
-        # ``_RECORD`` doubles: time, value, running sum and sum of
-        # squares) and in ``bounds`` (two entries: the index of its
-        # first held record and the end of its last). The index and
-        # buffer list are shared by versions with the same metrics.
-        # The running sums give a window's mean and stddev in constant
-        # time: an instance history of 6 h holds 360 reports, and each
-        # report of a node asks them for every instance on it.
-        self._index: dict[str, int] = {} if index is None else index
-        self._buffers: list[array] = [] if buffers is None else buffers
-        self._bounds: array = array("q") if bounds is None else bounds
+    def __init__(self, series: dict[str, array] | None = None):
+        # One array of records per metric (``_RECORD`` doubles: time,
+        # value, running sum and sum of squares), taken over, not copied:
+        # only ``appended_readings`` builds them; plugins start from
+        # ``EMPTY`` and append, never construct one. The running sums
+        # give a window's mean and stddev in constant time: an instance
+        # history of 6 h holds 360 reports, and each report of a node
+        # asks them for every instance on it.
+        self._series: dict[str, array] = {} if series is None else series
         # Statistics by (metric, stat, window): every host version is
         # asked for the same few, by several requests. A race computes
         # one twice, harmlessly. ("moments" holds a (mean, stddev) pair.)
         self._memo: dict[tuple[str, str, float],
                          float | tuple[float, float] | None] | None = None
 
-    def _held(self, name: str) -> tuple[array, int, int] | None:
-        """(buffer, first, end) of ``name``'s held records, or None."""
-        position = self._index.get(name)
-        if position is None:
-            return None
-        bounds = self._bounds
-        return (self._buffers[position], bounds[2 * position],
-                bounds[2 * position + 1])
-
-    def _columns(self, name: str, column: int) -> array:
-        buffer, first, end = self._held(name)
-        return buffer[first + column:end:_RECORD]
-
     def __len__(self) -> int:
-        return len(self._index)
+        return len(self._series)
 
     def __eq__(self, other: object) -> bool:
         # By value: a refresh rebuilding a state from the same reports
@@ -155,32 +111,29 @@ class MetricHistory:
             return NotImplemented
         # Times and values only: the running sums of the same reports
         # differ by where the history began.
-        return self._index.keys() == other._index.keys() and all(
-            self._columns(name, column) == other._columns(name, column)
-            for name in self._index for column in (0, 1))
+        mine, theirs = self._series, other._series
+        return mine.keys() == theirs.keys() and all(
+            mine[name][column::_RECORD] == theirs[name][column::_RECORD]
+            for name in mine for column in (0, 1))
 
     def __hash__(self) -> int:
-        return hash(tuple((name, self.reports(name))
-                          for name in sorted(self._index)))
+        return hash(tuple((name, len(records)) for name, records in
+                          sorted(self._series.items())))
 
     def names(self) -> list[str]:
-        return sorted(self._index)
+        return sorted(self._series)
 
     def reports(self, name: str) -> int:
         """How many reports of ``name`` are held."""
-        found = self._held(name)
-        return 0 if found is None else (found[2] - found[1]) // _RECORD
+        return len(self._series.get(name, ())) // _RECORD
 
     def series(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(timestamps as ``table.epoch()`` seconds, values), oldest
         first, as read-only arrays; None when nothing is held."""
-        found = self._held(name)
+        found = self._series.get(name)
         if found is None:
             return None
-        buffer, first, end = found
-        # A copy: a buffer that exports itself cannot grow, and the
-        # next version appends to it.
-        records = np.frombuffer(buffer[first:end], dtype=float)
+        records = np.frombuffer(found, dtype=float)
         records.flags.writeable = False
         return records[0::_RECORD], records[1::_RECORD]
 
@@ -199,13 +152,9 @@ class MetricHistory:
             found = self.moments(name, window)
             value = None if found is None else found[stat != "mean"]
         else:
-            held = self._held(name)
-            if held is None:
-                value = None
-            else:
-                buffer, _first, end = held
-                value = _statistic(stat, buffer[
-                    _window_start(*held, window) + 1:end:_RECORD])
+            records = self._series.get(name)
+            value = None if records is None else _statistic(
+                stat, records[_window_start(records, window) + 1::_RECORD])
         memo[key] = value
         return value
 
@@ -220,12 +169,24 @@ class MetricHistory:
             memo = self._memo = {}
         elif key in memo:
             return memo[key]
-        held = self._held(name)
-        found = (None if held is None
-                 else _moments(held[0], _window_start(*held, window),
-                               held[2]))
+        records = self._series.get(name)
+        found = (None if records is None
+                 else self._moments(name, _window_start(records, window)))
         memo[key] = found
         return found
+
+    def _moments(self, name: str, start: int) -> tuple[float, float]:
+        """Mean and stddev of the reports of ``name`` from the one at
+        ``start`` (its index in the records), by running sums."""
+        records = self._series[name]
+        count = (len(records) - start) // _RECORD
+        first = records[start + 1]
+        # The sums before the window: the running sums at its first
+        # report, without that report.
+        total = records[-2] - (records[start + 2] - first)
+        squares = records[-1] - (records[start + 3] - first * first)
+        mean = total / count
+        return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
 
     def appended(self, metrics: Mapping[str, _Reading],
                  window: float) -> "MetricHistory":
@@ -247,97 +208,46 @@ class MetricHistory:
     def appended_readings(self, readings: Mapping[str, tuple[float, float]],
                           window: float) -> "MetricHistory":
         """``appended`` of readings already as ``(epoch seconds, value)``
-        by name: the host cache reads reports straight into that form."""
-        held_index = self._index
-        same = held_index.keys() == readings.keys()
-        # The common case: the same metrics as the previous report, whose
-        # index (and, unless a buffer is replaced, buffer list) is shared.
-        index = held_index if same else {
-            name: position for position, name in enumerate(readings)}
-        buffers = self._buffers if same else [None] * len(index)
-        owned = not same
-        bounds = array("q", bytes(16 * len(index)))
-        held_buffers, held_bounds = self._buffers, self._bounds
-        with _APPENDING:
-            for name, reading in readings.items():
-                position = index[name]
-                old = position if same else held_index.get(name)
-                if old is None:
-                    buffer, first, end = _started(*reading), 0, _RECORD
-                else:
-                    buffer, first, end = _appended(
-                        held_buffers[old], held_bounds[2 * old],
-                        held_bounds[2 * old + 1], reading, window)
-                if buffers[position] is not buffer:
-                    if not owned:
-                        buffers, owned = list(buffers), True
-                    buffers[position] = buffer
-                bounds[2 * position] = first
-                bounds[2 * position + 1] = end
-        return MetricHistory(index, buffers, bounds)
+        by name: the host cache reads instance entries straight into
+        that form, 20 or more of them a report."""
+        series: dict[str, array] = {}
+        held_series = self._series
+        # A history at MAX_REPORTS drops one more report than the window.
+        full = _RECORD * MAX_REPORTS
+        for name, (when, value) in readings.items():
+            held = held_series.get(name)
+            if held is None:
+                # 0.0 + value, as a running sum from zero gives (-0.0).
+                series[name] = array("d", (when, value, 0.0 + value,
+                                           value * value))
+                continue
+            if when <= held[-_RECORD]:
+                series[name] = held
+                continue
+            # The two common cases inline (this runs for every metric of
+            # every report): nothing leaves the window, or its oldest.
+            cutoff = when - window
+            if held[0] > cutoff:
+                start = 0
+            elif len(held) > _RECORD and cutoff < held[_RECORD]:
+                start = _RECORD
+            else:
+                start = _start(held, cutoff)
+            if len(held) - start >= full:
+                start = len(held) + _RECORD - full
+            records = held[start:]
+            if records:
+                records.extend((when, value, records[-2] + value,
+                                records[-1] + value * value))
+            else:
+                records.extend((when, value, 0.0 + value, value * value))
+            series[name] = records
+        return MetricHistory(series)
 
     def nbytes(self) -> int:
         """Bytes the held values take (not counting Python overhead)."""
-        bounds = self._bounds
-        return 8 * sum(bounds[1::2]) - 8 * sum(bounds[0::2])
-
-
-#: Appends to shared buffers, one at a time: a background full load and
-#: a request may append to the same version, and only one may extend its
-#: buffers in place.
-_APPENDING = threading.Lock()
-
-
-def _started(when: float, value: float) -> array:
-    """A buffer holding one report."""
-    # 0.0 + value, as a running sum from zero gives (-0.0).
-    return array("d", (when, value, 0.0 + value, value * value))
-
-
-def _appended(buffer: array, first: int, end: int,
-              reading: tuple[float, float],
-              window: float) -> tuple[array, int, int]:
-    """(buffer, first, end) of a metric's held records ``buffer[first:
-    end]`` with ``reading`` added when newer, those older than
-    ``window`` seconds before it dropped. Called under ``_APPENDING``."""
-    when, value = reading
-    if when <= buffer[end - _RECORD]:
-        return buffer, first, end
-    # The two common cases inline (this runs for every metric of every
-    # report): nothing leaves the window, or its oldest.
-    cutoff = when - window
-    if buffer[first] > cutoff:
-        start = first
-    elif end - first > _RECORD and cutoff < buffer[first + _RECORD]:
-        start = first + _RECORD
-    else:
-        start = _start(buffer, first, end, cutoff)
-    # A history at MAX_REPORTS drops one more report than the window.
-    if end - start >= _FULL:
-        start = end + _RECORD - _FULL
-    if start == end:
-        # Nothing left of the window: the sums start again from zero.
-        return _started(when, value), 0, _RECORD
-    if len(buffer) != end or start > end - start:
-        # Another version wrote past this one's end, or the dropped head
-        # outgrew the held run: a copy of the run.
-        buffer, end, start = buffer[start:end], end - start, 0
-    buffer.extend((when, value, buffer[end - 2] + value,
-                   buffer[end - 1] + value * value))
-    return buffer, start, end + _RECORD
-
-
-def _moments(buffer: array, start: int, end: int) -> tuple[float, float]:
-    """Mean and stddev of the records ``buffer[start:end]``, by running
-    sums."""
-    count = (end - start) // _RECORD
-    first = buffer[start + 1]
-    # The sums before the window: the running sums at its first report,
-    # without that report.
-    total = buffer[end - 2] - (buffer[start + 2] - first)
-    squares = buffer[end - 1] - (buffer[start + 3] - first * first)
-    mean = total / count
-    return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
+        return sum(records.itemsize * len(records)
+                   for records in self._series.values())
 
 
 #: The history of a node never reported.
