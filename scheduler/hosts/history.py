@@ -253,7 +253,11 @@ class MetricHistory:
                 if held is None:
                     series[name] = _first(when, value)
                     continue
-                buffer, first, end = _run(held)
+                # _run() inline: a call per metric of every report.
+                if type(held) is tuple:
+                    buffer, first, end = held
+                else:
+                    buffer, first, end = held, 0, len(held)
                 if when <= buffer[end - _RECORD]:
                     series[name] = held
                     continue
