@@ -8,8 +8,8 @@ changes: host states built from older reports keep theirs (versions
 share buffers, each reading its own run of them). Each metric's reports
 are one ``array('d')`` of records of four: timestamp (seconds since
 1970), value, and the running sum and sum of squares of the values: 32
-bytes per report and metric (up to half again while a buffer slides,
-see ``MetricHistory``) plus about 250 bytes per metric
+bytes per report and metric (up to a quarter more while a buffer
+slides, see ``MetricHistory``) plus about 250 bytes per metric
 (docs/operator-guide.md, "Load-aware weighing").
 """
 
@@ -114,9 +114,10 @@ class MetricHistory:
     to a copy of the run. A copy of every metric's window per report was
     a sixth of a simulated day (the copies' reads miss the processor's
     caches: a fleet's histories are megabytes). A buffer whose dropped
-    head outgrows half its run is copied to a fresh one on the next
-    append: each record is copied about twice, and a buffer holds at
-    most half again its window.
+    head outgrows a quarter of its run is copied to a fresh one on the
+    next append: each record is copied about four times (not once per
+    report it stays in the window), and a buffer holds at most a quarter
+    more than its window (an eighth on average).
     """
 
     __slots__ = ("_series", "_memo")
@@ -307,10 +308,10 @@ def _appended(held: _Held, buffer: array, first: int, end: int,
         # Nothing left of the window: the sums start again from zero.
         return _first(when, value)
     if (held is buffer or len(buffer) != end
-            or 2 * start > end - start):
+            or 4 * start > end - start):
         # A first report's buffer is never appended to; another version
-        # wrote past this one's end; or the dropped head outgrew half
-        # the run: a copy of the run.
+        # wrote past this one's end; or the dropped head outgrew a
+        # quarter of the run: a copy of the run.
         buffer, end, start = buffer[start:end], end - start, 0
     # fromlist, not extend: array.extend of a tuple goes item by item
     # through the generic iterator, twice fromlist's cost.
