@@ -3,19 +3,17 @@ time, over the last ``[metrics] history_window`` (plugin API, read-only).
 
 The host cache appends a node's metrics when a decoded report carries a
 newer timestamp for them (``appended``), and hands the result to the
-node's next ``HostState`` as ``metric_history``. A history never
-changes: host states built from older reports keep theirs (versions
-share buffers, each reading its own run of them). Each metric's reports
-are one ``array('d')`` of records of four: timestamp (seconds since
-1970), value, and the running sum and sum of squares of the values: 32
-bytes per report and metric (up to a quarter more while a buffer
-slides, see ``MetricHistory``) plus about 250 bytes per metric
-(docs/operator-guide.md, "Load-aware weighing").
+node's next ``HostState`` as ``metric_history``. A history is never
+changed, only replaced: host states built from older reports keep
+theirs. Each metric's reports are one ``array('d')`` of records of
+four: timestamp (seconds since 1970), value, and the running sum and
+sum of squares of the values: 32 bytes per report and metric plus about
+250 bytes per metric (docs/operator-guide.md, "Load-aware weighing").
 """
 
+import bisect
 import datetime
 import math
-import threading
 from array import array
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -35,8 +33,6 @@ MAX_REPORTS = 720
 #: and one of sums: the cache holds 20 metrics of every host, and an
 #: array object and its dict entry cost more than a report's values.
 _RECORD = 4
-#: Doubles of a history at MAX_REPORTS.
-_FULL = _RECORD * MAX_REPORTS
 
 
 class _Reading(Protocol):
@@ -67,78 +63,43 @@ def _statistic(stat: str, values: Sequence[float]) -> float:
     return values[-1]
 
 
-def _start(records: array, first: int, end: int, after: float) -> int:
-    """The index in ``records[first:end]`` (``_RECORD`` doubles a report,
-    its time first) of the first report newer than ``after``, ``end``
-    when none is."""
+def _start(records: array, after: float) -> int:
+    """The index in ``records`` (``_RECORD`` doubles a report, its time
+    first) of the first report newer than ``after``."""
     # Most often all held reports are: a history's window is mostly the
     # one it is asked about.
-    if records[first] > after:
-        return first
-    # By hand rather than bisect over a memoryview: a buffer exporting
-    # itself cannot grow, and another thread may append to it.
-    low, high = first // _RECORD, end // _RECORD
-    while low < high:
-        middle = (low + high) // 2
-        if records[middle * _RECORD] > after:
-            high = middle
-        else:
-            low = middle + 1
-    return low * _RECORD
+    if records[0] > after:
+        return 0
+    return _RECORD * bisect.bisect_right(
+        memoryview(records)[0::_RECORD], after)
 
 
-def _window_start(records: array, first: int, end: int,
-                  window: float) -> int:
+def _window_start(records: array, window: float) -> int:
     """The index of the first report within ``window`` seconds of the
     newest, which is always in (however small the window)."""
-    return min(_start(records, first, end, records[end - _RECORD] - window),
-               end - _RECORD)
-
-
-#: A metric's held reports: its buffer alone when that holds them all
-#: and is never appended to (a first report), else (buffer, first, end),
-#: the run ``buffer[first:end]``.
-_Held = array | tuple[array, int, int]
-
-
-def _run(held: _Held) -> tuple[array, int, int]:
-    return (held, 0, len(held)) if type(held) is array else held
+    return min(_start(records, records[-_RECORD] - window),
+               len(records) - _RECORD)
 
 
 class MetricHistory:
-    """The held reports of one node's metrics, by metric name.
-
-    Versions share buffers: each holds, per metric, its run of a buffer,
-    and a report is appended in place when the version it is added to
-    ends where its buffer does (no other version wrote past it), else
-    to a copy of the run. A copy of every metric's window per report was
-    a sixth of a simulated day (the copies' reads miss the processor's
-    caches: a fleet's histories are megabytes). A buffer whose dropped
-    head outgrows a quarter of its run is copied to a fresh one on the
-    next append: each record is copied about four times (not once per
-    report it stays in the window), and a buffer holds at most a quarter
-    more than its window (an eighth on average).
-    """
+    """The held reports of one node's metrics, by metric name."""
 
     __slots__ = ("_series", "_memo")
 
-    def __init__(self, series: dict[str, _Held] | None = None):
-        # Only ``appended_readings`` builds them; plugins start from
-        # ``EMPTY`` and append, never construct one. Records of
-        # ``_RECORD`` doubles: time, value, running sum and sum of
-        # squares. The running sums give a window's mean and stddev in
-        # constant time: an instance history of 6 h holds 360 reports,
-        # and each report of a node asks them for every instance on it.
-        self._series: dict[str, _Held] = {} if series is None else series
+    def __init__(self, series: dict[str, array] | None = None):
+        # One array of records per metric (``_RECORD`` doubles: time,
+        # value, running sum and sum of squares), taken over, not copied:
+        # only ``appended_readings`` builds them; plugins start from
+        # ``EMPTY`` and append, never construct one. The running sums
+        # give a window's mean and stddev in constant time: an instance
+        # history of 6 h holds 360 reports, and each report of a node
+        # asks them for every instance on it.
+        self._series: dict[str, array] = {} if series is None else series
         # Statistics by (metric, stat, window): every host version is
         # asked for the same few, by several requests. A race computes
         # one twice, harmlessly. ("moments" holds a (mean, stddev) pair.)
         self._memo: dict[tuple[str, str, float],
                          float | tuple[float, float] | None] | None = None
-
-    def _column(self, name: str, column: int) -> array:
-        buffer, first, end = _run(self._series[name])
-        return buffer[first + column:end:_RECORD]
 
     def __len__(self) -> int:
         return len(self._series)
@@ -150,34 +111,29 @@ class MetricHistory:
             return NotImplemented
         # Times and values only: the running sums of the same reports
         # differ by where the history began.
-        return self._series.keys() == other._series.keys() and all(
-            self._column(name, column) == other._column(name, column)
-            for name in self._series for column in (0, 1))
+        mine, theirs = self._series, other._series
+        return mine.keys() == theirs.keys() and all(
+            mine[name][column::_RECORD] == theirs[name][column::_RECORD]
+            for name in mine for column in (0, 1))
 
     def __hash__(self) -> int:
-        return hash(tuple((name, self.reports(name))
-                          for name in sorted(self._series)))
+        return hash(tuple((name, len(records)) for name, records in
+                          sorted(self._series.items())))
 
     def names(self) -> list[str]:
         return sorted(self._series)
 
     def reports(self, name: str) -> int:
         """How many reports of ``name`` are held."""
-        held = self._series.get(name)
-        if held is None:
-            return 0
-        _buffer, first, end = _run(held)
-        return (end - first) // _RECORD
+        return len(self._series.get(name, ())) // _RECORD
 
     def series(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(timestamps as ``table.epoch()`` seconds, values), oldest
         first, as read-only arrays; None when nothing is held."""
-        held = self._series.get(name)
-        if held is None:
+        found = self._series.get(name)
+        if found is None:
             return None
-        buffer, first, end = _run(held)
-        # A copy: a buffer exporting itself could not grow.
-        records = np.frombuffer(buffer[first:end], dtype=float)
+        records = np.frombuffer(found, dtype=float)
         records.flags.writeable = False
         return records[0::_RECORD], records[1::_RECORD]
 
@@ -196,12 +152,9 @@ class MetricHistory:
             found = self.moments(name, window)
             value = None if found is None else found[stat != "mean"]
         else:
-            held = self._series.get(name)
-            value = None
-            if held is not None:
-                buffer, first, end = _run(held)
-                value = _statistic(stat, buffer[_window_start(
-                    buffer, first, end, window) + 1:end:_RECORD])
+            records = self._series.get(name)
+            value = None if records is None else _statistic(
+                stat, records[_window_start(records, window) + 1::_RECORD])
         memo[key] = value
         return value
 
@@ -216,14 +169,24 @@ class MetricHistory:
             memo = self._memo = {}
         elif key in memo:
             return memo[key]
-        held = self._series.get(name)
-        found = None
-        if held is not None:
-            buffer, first, end = _run(held)
-            found = _moments(buffer, _window_start(buffer, first, end,
-                                                   window), end)
+        records = self._series.get(name)
+        found = (None if records is None
+                 else self._moments(name, _window_start(records, window)))
         memo[key] = found
         return found
+
+    def _moments(self, name: str, start: int) -> tuple[float, float]:
+        """Mean and stddev of the reports of ``name`` from the one at
+        ``start`` (its index in the records), by running sums."""
+        records = self._series[name]
+        count = (len(records) - start) // _RECORD
+        first = records[start + 1]
+        # The sums before the window: the running sums at its first
+        # report, without that report.
+        total = records[-2] - (records[start + 2] - first)
+        squares = records[-1] - (records[start + 3] - first * first)
+        mean = total / count
+        return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
 
     def appended(self, metrics: Mapping[str, _Reading],
                  window: float) -> "MetricHistory":
@@ -245,92 +208,48 @@ class MetricHistory:
     def appended_readings(self, readings: Mapping[str, tuple[float, float]],
                           window: float) -> "MetricHistory":
         """``appended`` of readings already as ``(epoch seconds, value)``
-        by name: the host cache reads reports straight into that form."""
-        series: dict[str, _Held] = {}
+        by name: the host cache reads instance entries straight into
+        that form, 20 or more of them a report."""
+        series: dict[str, array] = {}
         held_series = self._series
-        with _APPENDING:
-            for name, (when, value) in readings.items():
-                held = held_series.get(name)
-                if held is None:
-                    series[name] = _first(when, value)
-                    continue
-                # _run() inline: a call per metric of every report.
-                if type(held) is tuple:
-                    buffer, first, end = held
-                else:
-                    buffer, first, end = held, 0, len(held)
-                if when <= buffer[end - _RECORD]:
-                    series[name] = held
-                    continue
-                series[name] = _appended(held, buffer, first, end, when,
-                                         value, window)
+        # A history at MAX_REPORTS drops one more report than the window.
+        full = _RECORD * MAX_REPORTS
+        for name, (when, value) in readings.items():
+            held = held_series.get(name)
+            if held is None:
+                # 0.0 + value, as a running sum from zero gives (-0.0).
+                series[name] = array("d", (when, value, 0.0 + value,
+                                           value * value))
+                continue
+            if when <= held[-_RECORD]:
+                series[name] = held
+                continue
+            # The two common cases inline (this runs for every metric of
+            # every report): nothing leaves the window, or its oldest.
+            cutoff = when - window
+            if held[0] > cutoff:
+                start = 0
+            elif len(held) > _RECORD and cutoff < held[_RECORD]:
+                start = _RECORD
+            else:
+                start = _start(held, cutoff)
+            if len(held) - start >= full:
+                start = len(held) + _RECORD - full
+            records = held[start:]
+            # fromlist, not extend: array.extend of a tuple goes item by
+            # item through the generic iterator, twice fromlist's cost.
+            if records:
+                records.fromlist([when, value, records[-2] + value,
+                                  records[-1] + value * value])
+            else:
+                records.fromlist([when, value, 0.0 + value, value * value])
+            series[name] = records
         return MetricHistory(series)
 
     def nbytes(self) -> int:
         """Bytes the held values take (not counting Python overhead)."""
-        total = 0
-        for held in self._series.values():
-            _buffer, first, end = _run(held)
-            total += 8 * (end - first)
-        return total
-
-
-#: Appends to shared buffers, one at a time: a background full load and
-#: a request may append to the same version, and only one may extend its
-#: buffers in place.
-_APPENDING = threading.Lock()
-
-
-def _first(when: float, value: float) -> array:
-    """A metric's first report."""
-    # 0.0 + value, as a running sum from zero gives (-0.0).
-    return array("d", (when, value, 0.0 + value, value * value))
-
-
-def _appended(held: _Held, buffer: array, first: int, end: int,
-              when: float, value: float, window: float) -> _Held:
-    """``held``, the run ``buffer[first:end]``, with a newer reading
-    added, the records older than ``window`` seconds before it dropped.
-    Under ``_APPENDING``."""
-    # The two common cases first: nothing leaves the window, or its
-    # oldest.
-    cutoff = when - window
-    if buffer[first] > cutoff:
-        start = first
-    elif end - first > _RECORD and cutoff < buffer[first + _RECORD]:
-        start = first + _RECORD
-    else:
-        start = _start(buffer, first, end, cutoff)
-    # A history at MAX_REPORTS drops one more report than the window.
-    if end - start >= _FULL:
-        start = end + _RECORD - _FULL
-    if start == end:
-        # Nothing left of the window: the sums start again from zero.
-        return _first(when, value)
-    if (held is buffer or len(buffer) != end
-            or 4 * start > end - start):
-        # A first report's buffer is never appended to; another version
-        # wrote past this one's end; or the dropped head outgrew a
-        # quarter of the run: a copy of the run.
-        buffer, end, start = buffer[start:end], end - start, 0
-    # fromlist, not extend: array.extend of a tuple goes item by item
-    # through the generic iterator, twice fromlist's cost.
-    buffer.fromlist([when, value, buffer[end - 2] + value,
-                     buffer[end - 1] + value * value])
-    return buffer, start, end + _RECORD
-
-
-def _moments(buffer: array, start: int, end: int) -> tuple[float, float]:
-    """Mean and stddev of the records ``buffer[start:end]``, by running
-    sums."""
-    count = (end - start) // _RECORD
-    first = buffer[start + 1]
-    # The sums before the window: the running sums at its first report,
-    # without that report.
-    total = buffer[end - 2] - (buffer[start + 2] - first)
-    squares = buffer[end - 1] - (buffer[start + 3] - first * first)
-    mean = total / count
-    return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
+        return sum(records.itemsize * len(records)
+                   for records in self._series.values())
 
 
 #: The history of a node never reported.
