@@ -236,11 +236,13 @@ class MetricHistory:
             if len(held) - start >= full:
                 start = len(held) + _RECORD - full
             records = held[start:]
+            # fromlist, not extend: array.extend of a tuple goes item by
+            # item through the generic iterator, twice fromlist's cost.
             if records:
-                records.extend((when, value, records[-2] + value,
-                                records[-1] + value * value))
+                records.fromlist([when, value, records[-2] + value,
+                                  records[-1] + value * value])
             else:
-                records.extend((when, value, 0.0 + value, value * value))
+                records.fromlist([when, value, 0.0 + value, value * value])
             series[name] = records
         return MetricHistory(series)
 

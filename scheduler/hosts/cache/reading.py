@@ -26,6 +26,7 @@ from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.build import claims_by_node
 from scheduler.hosts.cache.build import kept_row
+from scheduler.hosts.cache.build import reported_state
 from scheduler.hosts.expected_load import pending_cpu_fraction
 from scheduler.hosts.table import epoch
 
@@ -287,9 +288,11 @@ class RefreshReads:
                 decoded_rows += 1
             same_claims = (previous.state if kept_claims and previous
                            and row.id in kept_claims else None)
+            state = same_claims and reported_state(
+                row, decoded, previous, ratios, pending_fraction)
             entries[row.id] = Entry(
-                build_state(row, claims, decoded, ratios, same_claims,
-                            pending_fraction),
+                state or build_state(row, claims, decoded, ratios,
+                                     same_claims, pending_fraction),
                 decoded, source)
         return entries, decoded_rows
 

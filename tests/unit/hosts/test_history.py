@@ -214,3 +214,46 @@ def test_histories_of_the_same_reports_are_equal_wherever_they_began():
     assert hash(longer) == hash(shorter)
     assert longer != reports([5.0, 10.0, 21.0], window=90.0)
     assert longer.statistic("cpu.percent", "mean", 90.0) == 15.0
+
+
+def test_versions_appended_to_the_same_one_each_hold_their_own_reports():
+    # Two refreshes (a background full load and a request) may append
+    # to the same version: neither sees the other's report.
+    held = reports([10.0, 20.0])
+    later = T0 + 2 * MINUTE
+    first = held.appended({"cpu.percent": Metric(30.0, later)}, 3600.0)
+    second = held.appended({"cpu.percent": Metric(90.0, later)}, 3600.0)
+    third = first.appended({"cpu.percent": Metric(40.0, later + MINUTE)},
+                           3600.0)
+    assert held.series("cpu.percent")[1].tolist() == [10.0, 20.0]
+    assert first.series("cpu.percent")[1].tolist() == [10.0, 20.0, 30.0]
+    assert second.series("cpu.percent")[1].tolist() == [10.0, 20.0, 90.0]
+    assert third.series("cpu.percent")[1].tolist() == [
+        10.0, 20.0, 30.0, 40.0]
+    assert second.statistic("cpu.percent", "mean", 3600.0) == 40.0
+    assert first.statistic("cpu.percent", "max", 3600.0) == 30.0
+
+
+def test_a_sliding_window_keeps_its_statistics():
+    # Many windows' worth of reports, each dropping the oldest.
+    values = [float((minute * 37) % 101) for minute in range(200)]
+    held = reports(values, window=600.0)
+    kept = values[-10:]
+    assert held.series("cpu.percent")[1].tolist() == kept
+    assert held.statistic("cpu.percent", "mean", 600.0) == pytest.approx(
+        statistics.fmean(kept))
+    assert held.statistic("cpu.percent", "stddev", 600.0) == \
+        pytest.approx(statistics.pstdev(kept))
+    assert held.statistic("cpu.percent", "p95", 300.0) == pytest.approx(
+        np.percentile(kept[-5:], 95))
+    assert held.nbytes() == 32 * len(kept)
+
+
+def test_a_metric_left_out_of_a_report_is_dropped_and_others_kept():
+    held = history.EMPTY
+    held = held.appended({"a": Metric(1.0, T0), "b": Metric(2.0, T0)},
+                         3600.0)
+    held = held.appended({"b": Metric(3.0, T0 + MINUTE)}, 3600.0)
+    assert held.names() == ["b"]
+    assert held.series("b")[1].tolist() == [2.0, 3.0]
+    assert held.series("a") is None

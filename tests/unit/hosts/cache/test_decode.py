@@ -32,9 +32,15 @@ _entries = st.fixed_dictionaries(
 def test_fast_path_agrees_with_the_entry_by_entry_path(entries):
     text = json.dumps(entries)
     slow, bad = decode.decode_metrics(text, [])
-    fast = decode.well_formed_metrics(text)
+    readings: dict = {}
+    fast = decode.well_formed_metrics(text, readings=readings)
     if fast is not None:
         assert fast == slow and bad == frozenset()
+        # The history's readings, read in the same pass, are what the
+        # history would take from the metrics.
+        assert history_mod.EMPTY.appended_readings(readings, 60.0) == \
+            history_mod.EMPTY.appended(fast, 60.0)
+        assert readings.keys() == fast.keys()
 
 
 def test_a_well_formed_report_takes_the_fast_path():

@@ -308,3 +308,48 @@ def test_full_refresh_picks_up_new_conf_defaults(conf, engine, manager,
     conf.set_override("ram_allocation_ratio", 1.0, group="filter_scheduler")
     clock.now += 2
     assert manager.host_states()[0].free_ram_mb == 16384
+
+
+_REPORTED_ONLY = {"metric_history", "instance_history", "instance_metrics"}
+
+
+def test_a_reported_state_is_the_state_a_full_load_builds(conf, engine,
+                                                         manager):
+    # A report-only change copies the cached state and sets the report's
+    # fields: every other field is as a fresh load reads it.
+    start = models.utcnow() - 20 * SECOND
+    node = add_node(engine, "a", when=start)
+    claim(engine, node, vcpus=3, memory_mb=300, when=start + SECOND)
+    claim(engine, node, vcpus=2, when=start + 3 * SECOND, bump=False)
+    update_node(engine, node, changed_at=start + 1.5 * SECOND,
+                generation=NODES.c.generation + 1)
+    manager.host_states()
+    report(engine, node, start + 2 * SECOND, cpu_percent=55.0)
+    host = manager.host_states()[0]
+    assert manager.last_refresh.allocations_read == 0
+    fresh = HostManager(conf).host_states()[0]
+    assert host is not fresh
+    assert {name: value for name, value in vars(host).items()
+            if name not in _REPORTED_ONLY} == {
+        name: value for name, value in vars(fresh).items()
+        if name not in _REPORTED_ONLY}
+    assert host.metric_history.reports("cpu.percent") == 2
+
+
+@pytest.mark.parametrize("column, value, field", [
+    ("vcpus", 16, "vcpus"), ("disabled", True, "disabled"),
+    ("cpu_allocation_ratio", 2.0, "cpu_allocation_ratio")])
+def test_a_report_that_also_changed_the_node_is_read_whole(
+        engine, manager, column, value, field):
+    start = models.utcnow() - 20 * SECOND
+    node = add_node(engine, "a", when=start)
+    manager.host_states()
+    # One writer, one key bump: the report and a column of the node.
+    when = start + 2 * SECOND
+    update_node(engine, node, metrics=metrics_json(when, cpu_percent=55.0),
+                metrics_updated_at=when, updated_at=when, changed_at=when,
+                generation=NODES.c.generation + 1, **{column: value})
+    host = manager.host_states()[0]
+    assert manager.last_refresh.allocations_read == 0
+    assert getattr(host, field) == value
+    assert host.metrics["cpu.percent"].value == 55.0
