@@ -93,13 +93,9 @@ class RefreshReads:
                 # their own but on MariaDB: a claim committed in between is
                 # counted under the node's older key, which the next
                 # refresh finds moved.
+                # On PostgreSQL in autocommit (get_engine()): no BEGIN
+                # before the reads, no ROLLBACK after them.
                 with engine.connect() as connection:
-                    if engine.dialect.name == "postgresql":
-                        # psycopg would send BEGIN before the first read
-                        # and the pool a ROLLBACK after the last: two
-                        # round trips of the three of a typical refresh.
-                        connection = connection.execution_options(
-                            isolation_level="AUTOCOMMIT")
                     probes = list(self.refresh_hooks) if hooks else []
                     if full:
                         changes = self._read_all(connection, ratios, pace)
