@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Iterable
 
 import sqlalchemy as sa
-import tenacity
 from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
@@ -98,8 +97,7 @@ class Claims:
         allocation_id = allocation_id or str(uuid.uuid4())
         retries = retry.Retries(duplicates=True)
 
-        def log_retry(state: tenacity.RetryCallState) -> None:
-            error = state.outcome.exception()
+        def log_retry(error: BaseException) -> None:
             if not isinstance(error, sa_exc.IntegrityError):
                 LOG.debug("Claim for %s on node %s failed (%s); retrying",
                           instance_uuid, node_id, db_api.one_line(error))

@@ -83,9 +83,9 @@ def test_errors_are_wrapped_as_sqlalchemy_wraps_them(engine):
 
 def test_expanding_parameters_are_refused(engine):
     statement = DriverStatement(host_queries.NODES_BY_ID)
-    with engine.connect() as connection:
-        with pytest.raises(ValueError, match="expanding"):
-            statement.rows(connection, {"ids": [1]})
+    with engine.connect() as connection, pytest.raises(
+            ValueError, match="expanding"):
+        statement.rows(connection, {"ids": [1]})
 
 
 def test_scan_reads_the_probes_without_changed_rows(engine):
