@@ -62,15 +62,18 @@ class DriverStatement:
                  shape: Callable[[tuple], Any] | None = None):
         self.statement = statement
         self._shape = shape
-        self._forms: dict[str, _Form] = {}
+        #: By dialect and driver: the paramstyle and the conversions are
+        #: the driver's.
+        self._forms: dict[tuple[str, str], _Form] = {}
 
     def rows(self, connection: sa.Connection,
              parameters: Mapping[str, object]) -> list:
         """Every row of the statement's result."""
         dialect = connection.dialect
-        form = self._forms.get(dialect.name)
+        key = (dialect.name, dialect.driver)
+        form = self._forms.get(key)
         if form is None:
-            form = self._forms[dialect.name] = self._compile(dialect)
+            form = self._forms[key] = self._compile(dialect)
         arguments = _arguments(form, parameters)
         cursor = connection.connection.cursor()
         try:
