@@ -103,6 +103,9 @@ def get_engine(conf: cfg.ConfigOpts, pre_ping: bool = True) -> Engine:
     ROLLBACK after), and switching a pooled connection to autocommit and
     back per request costs more than the statement; a transaction is
     asked for by isolation level (``claim_sql.write_transaction``).
+    So on that engine ``engine.begin()`` is no transaction on
+    PostgreSQL: every write of more than one statement goes through
+    ``write_transaction``.
     """
     url = conf.database.connection
     synchronous = conf.database.sqlite_synchronous

@@ -75,7 +75,13 @@ class DriverStatement:
         if form is None:
             form = self._forms[key] = self._compile(dialect)
         arguments = _arguments(form, parameters)
-        cursor = connection.connection.cursor()
+        try:
+            cursor = connection.connection.cursor()
+        except BaseException as e:
+            # Wrapped and the connection invalidated, as SQLAlchemy's own
+            # path does, so that the caller's retry on a new one runs.
+            connection._handle_dbapi_exception(
+                e, form.sql, arguments, None, None)
         try:
             connection._cursor_execute(cursor, form.sql, arguments)
             try:
@@ -92,7 +98,7 @@ class DriverStatement:
             rows = [_converted(row, form.results) for row in rows]
         if self._shape is not None:
             return list(map(self._shape, rows))
-        return rows
+        return list(rows)
 
     def _compile(self, dialect: Dialect) -> _Form:
         compiled = self.statement.compile(dialect=dialect)

@@ -1,6 +1,7 @@
 """Statements on the driver's cursor answer as Connection.execute does."""
 
 import datetime
+import inspect
 
 import pytest
 import sqlalchemy as sa
@@ -102,3 +103,21 @@ def test_scan_reads_the_probes_without_changed_rows(engine):
         assert host_queries.scan_after(connection, later, probes) == (
             [], (3,))
         assert host_queries.scan_after(connection, later) == ([], ())
+
+
+def test_the_private_connection_methods_keep_their_signatures():
+    # driver.py calls these two; setup.cfg caps SQLAlchemy below the
+    # next minor release, and this fails first if one changes.
+    assert list(inspect.signature(
+        sa.Connection._cursor_execute).parameters) == [
+            "self", "cursor", "statement", "parameters", "context"]
+    assert list(inspect.signature(
+        sa.Connection._handle_dbapi_exception).parameters)[:6] == [
+            "self", "e", "statement", "parameters", "cursor", "context"]
+
+
+def test_a_cursor_that_cannot_be_opened_is_a_wrapped_error(engine):
+    with engine.connect() as connection:
+        connection.connection.dbapi_connection.close()
+        with pytest.raises(sa_exc.DBAPIError):
+            DriverStatement(sa.select(sa.literal(1))).rows(connection, {})
