@@ -95,10 +95,11 @@ class SchedulerManager:
         self.planner = BalancePlanner(conf, self.host_manager,
                                       placer=self.placer,
                                       schedulers=self.schedulers)
-        # Policies the REST API stores: read with each host refresh.
+        # Policies the REST API stores: read with each host refresh, in
+        # its scan.
         self.live_policies = LivePolicies(conf, self.policies,
                                           self._use_policies)
-        self.host_manager.refresh_hooks.append(self.live_policies.observe)
+        self.host_manager.refresh_hooks.append(self.live_policies)
         self.stats = ManagerStats()
 
     @property

@@ -16,9 +16,10 @@ parts counted in the innermost only:
   anything is claimed, once in ``select``);
 - ``refresh``: the host cache's refresh, its round trip included
   (``HostManager._refresh``), but for
-- ``policies``: the refresh hook that checks the generation of the
-  scheduling policies stored through the REST API
-  (``LivePolicies.observe``, a round trip of its own);
+- ``policies``: the check of the generation of the scheduling policies
+  stored through the REST API (``LivePolicies.observe`` when it reads
+  the counter itself, ``observed`` when the refresh's scan read it: then
+  the round trip is the refresh's);
 - ``engine``: filters, weighers and ranking on the refreshed table
   (``FilterScheduler._select``);
 - ``claim``: the claim, one statement on PostgreSQL (``Claims.claim``);
@@ -98,6 +99,7 @@ def instrumented(clock: PartClock) -> Iterator[None]:
         ("validate", filter_scheduler.FilterScheduler, "validate"),
         ("refresh", host_cache.HostManager, "_refresh"),
         ("policies", live_policies.LivePolicies, "observe"),
+        ("policies", live_policies.LivePolicies, "observed"),
         ("engine", filter_scheduler.FilterScheduler, "_select"),
         ("claim", store.Claims, "claim"),
     ]

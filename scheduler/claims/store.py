@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Iterable
 
 import sqlalchemy as sa
-import tenacity
 from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
@@ -32,7 +31,8 @@ def _ratio(own: float | None, default: float) -> float:
     return default if own is None else own
 
 
-def _check_room(node_id: int, node: sa.Row, usage: Usage, cpu_ratio: float,
+def _check_room(node_id: int, node: sa.Row | claim_sql.SwapRow,
+                usage: Usage, cpu_ratio: float,
                 ram_ratio: float, disk_ratio: float) -> None:
     """Raise ClaimConflict unless ``usage`` fits on ``node`` (a row with
     capacity and ``*_used`` columns) with these allocation ratios."""
@@ -50,7 +50,8 @@ def _check_room(node_id: int, node: sa.Row, usage: Usage, cpu_ratio: float,
                                 f"{capacity} x {ratio:g} claimed")
 
 
-def _new_claim(node_id: int, node: sa.Row, instance_uuid: str,
+def _new_claim(node_id: int, node: sa.Row | claim_sql.SwapRow,
+               instance_uuid: str,
                usage: Usage, group: str | None, allocation_id: str,
                generation: int, changed_at: datetime.datetime) -> Claim:
     return Claim(allocation_id=allocation_id, instance_uuid=instance_uuid,
@@ -96,8 +97,7 @@ class Claims:
         allocation_id = allocation_id or str(uuid.uuid4())
         retries = retry.Retries(duplicates=True)
 
-        def log_retry(state: tenacity.RetryCallState) -> None:
-            error = state.outcome.exception()
+        def log_retry(error: BaseException) -> None:
             if not isinstance(error, sa_exc.IntegrityError):
                 LOG.debug("Claim for %s on node %s failed (%s); retrying",
                           instance_uuid, node_id, db_api.one_line(error))
@@ -150,9 +150,9 @@ class Claims:
         node's generation moved under it."""
         opts = self.conf.filter_scheduler
         now = models.utcnow()
+        # In autocommit, as the engine's PostgreSQL connections are.
         with engine.connect() as connection:
-            node = connection.execution_options(
-                isolation_level="AUTOCOMMIT").execute(claim_sql.CAS_CLAIM, {
+            rows = claim_sql.CAS_CLAIM.rows(connection, {
                     "node_id": node_id, "now": now,
                     "cpu_ratio": opts.cpu_allocation_ratio,
                     "ram_ratio": opts.ram_allocation_ratio,
@@ -160,9 +160,10 @@ class Claims:
                     "vcpus": usage.vcpus, "memory_mb": usage.memory_mb,
                     "disk_gb": usage.disk_gb, "uuid": allocation_id,
                     "instance_uuid": instance_uuid,
-                    "instance_group": group}).one_or_none()
-        if node is None:
+                    "instance_group": group})
+        if not rows:
             raise ClaimConflict(node_id, "?", "the node no longer exists")
+        node = rows[0]
         if not node.claimed:
             # Full as read, else the generation moved: decide under the
             # row lock.

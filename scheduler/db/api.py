@@ -60,6 +60,9 @@ def _new_engine(url: str, connect_timeout: int, pre_ping: bool,
         kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
     elif backend == "postgresql":
         kwargs["connect_args"] = {"connect_timeout": connect_timeout}
+        if not pre_ping:
+            # The request path's engine (see get_engine()).
+            kwargs["isolation_level"] = "AUTOCOMMIT"
     elif backend in ("mysql", "mariadb"):
         kwargs["connect_args"] = {"connect_timeout": connect_timeout}
         kwargs["pool_recycle"] = 3600
@@ -92,8 +95,17 @@ def get_engine(conf: cfg.ConfigOpts, pre_ping: bool = True) -> Engine:
     ``pre_ping`` tests each connection taken from the pool with a round
     trip first, so that a connection the database dropped is replaced
     instead of failing the caller's statement. Callers that retry a
-    statement failing on a disconnect themselves (claims) pass False and
-    get an engine of their own without that round trip.
+    statement failing on a disconnect themselves (the request path: the
+    host cache's refresh, claims) pass False and get an engine of their
+    own without that round trip. On PostgreSQL its connections are in
+    autocommit: the refresh's reads and the one-statement claim need no
+    transaction (psycopg would send a BEGIN before them, the pool a
+    ROLLBACK after), and switching a pooled connection to autocommit and
+    back per request costs more than the statement; a transaction is
+    asked for by isolation level (``claim_sql.write_transaction``).
+    So on that engine ``engine.begin()`` is no transaction on
+    PostgreSQL: every write of more than one statement goes through
+    ``write_transaction``.
     """
     url = conf.database.connection
     synchronous = conf.database.sqlite_synchronous

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from scheduler.db.driver import DriverStatement
 from scheduler.db.tables import ALLOCATIONS
 from scheduler.db.tables import NODES
 
@@ -39,8 +40,9 @@ def write_transaction(engine: Engine) -> Iterator[sa.Connection]:
             connection.exec_driver_sql(
                 "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
         else:
-            # psycopg applies it in the BEGIN it sends anyway; the pool
-            # resets it on check-in.
+            # Out of the request path engine's autocommit: psycopg
+            # applies it in the BEGIN it sends anyway; the pool resets it
+            # on check-in.
             connection = connection.execution_options(
                 isolation_level="READ COMMITTED")
         try:
@@ -88,7 +90,27 @@ INSERT = ALLOCATIONS.insert()
 #: the condition on the row as committed, so a moved generation means the
 #: sums are stale and nothing is written); ``claim`` inserts only if the
 #: bump did. The result is the node as read and whether it was claimed.
-CAS_CLAIM = sa.text("""
+class SwapRow(NamedTuple):
+    """``CAS_CLAIM``'s answer: the node as read, ratios resolved, and
+    whether the claim was made (1) or not (0)."""
+
+    uuid: str
+    host: str
+    hypervisor_hostname: str
+    generation: int
+    vcpus: int
+    memory_mb: int
+    local_gb: int
+    cpu_ratio: float
+    ram_ratio: float
+    disk_ratio: float
+    vcpus_used: int
+    memory_mb_used: int
+    disk_gb_used: int
+    claimed: int
+
+
+_CAS_CLAIM = sa.text("""
 WITH node AS (
     SELECT n.id, n.generation, n.uuid, n.host, n.hypervisor_hostname,
            n.vcpus, n.memory_mb, n.local_gb,
@@ -139,6 +161,9 @@ FROM node
     sa.bindparam("disk_gb", type_=sa.Integer),
     sa.bindparam("now", type_=sa.DateTime),
 )
+#: On the driver's cursor: a claim is one statement and one row, where
+#: SQLAlchemy's execution and result layers cost more than the driver.
+CAS_CLAIM = DriverStatement(_CAS_CLAIM, SwapRow._make)
 
 CLAIMS_OF = sa.select(
     ALLOCATIONS.c.uuid, ALLOCATIONS.c.instance_uuid,

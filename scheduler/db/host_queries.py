@@ -3,11 +3,14 @@ the statements it runs, built once (building one costs more than running
 it on a small result)."""
 
 import datetime
+import threading
 from collections.abc import Callable
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import sqlalchemy as sa
 
+from scheduler.db.driver import DriverStatement
 from scheduler.db.tables import ALLOCATIONS
 from scheduler.db.tables import NODES
 
@@ -101,3 +104,54 @@ WINDOW_PROBE = sa.select(
     NODES.c.changed_at >= sa.bindparam("since"),
     NODES.c.changed_at <= sa.bindparam("until"))
 
+
+
+class Scan(NamedTuple):
+    """What ``scan_after()`` read: the rows stamped after the watermark
+    and the probes' values, in the order of the probes."""
+
+    rows: list[NodeRow]
+    probed: tuple
+
+
+_FIELDS = len(NodeRow._fields)
+_scans: dict[tuple[int, ...], tuple[Sequence, DriverStatement]] = {}
+_scans_lock = threading.Lock()
+
+
+def _scan_statement(probes: Sequence[sa.ScalarSelect]) -> DriverStatement:
+    """``NODES_AFTER`` with ``probes`` as extra columns, on the driver's
+    cursor. The nodes are outer-joined to a one-row table so that the
+    probes come back when no node changed, on a row of NULL nodes."""
+    key = tuple(map(id, probes))
+    with _scans_lock:
+        # The probes are kept with their statement, so that no other
+        # object reuses their ids.
+        known = _scans.get(key)
+        if known is not None:
+            return known[1]
+        if probes:
+            one = sa.select(sa.literal_column("1").label("one")).subquery()
+            query = sa.select(
+                *(NODES.c[name] for name in NodeRow._fields),
+                *(probe.label(f"probe_{index}")
+                  for index, probe in enumerate(probes))).select_from(
+                one.outerjoin(NODES,
+                              NODES.c.changed_at > sa.bindparam("after")))
+        else:
+            query = NODES_AFTER
+        statement = DriverStatement(query)
+        _scans[key] = (tuple(probes), statement)
+        return statement
+
+
+def scan_after(connection: sa.Connection, after: datetime.datetime,
+               probes: Sequence[sa.ScalarSelect] = ()) -> Scan:
+    """The rows stamped after ``after`` and the values of the scalar
+    queries ``probes``, in one round trip."""
+    rows = _scan_statement(probes).rows(connection, {"after": after})
+    if not probes:
+        return Scan(list(map(NodeRow._make, rows)), ())
+    return Scan([NodeRow._make(row[:_FIELDS]) for row in rows
+                 if row[0] is not None],
+                tuple(rows[0][_FIELDS:]) if rows else (None,) * len(probes))

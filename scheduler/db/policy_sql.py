@@ -12,6 +12,10 @@ from scheduler.db.tables import POLICY_UNITS
 _GENERATION = sa.select(POLICY_GENERATION.c.generation).where(
     POLICY_GENERATION.c.id == 1)
 
+#: The generation as a scalar subquery, for a statement to carry (the
+#: host cache's scan): None before the first change.
+GENERATION = _GENERATION.scalar_subquery()
+
 
 def read_generation(connection: sa.Connection) -> int:
     """The generation the API bumps with every change (0 before the

@@ -1,10 +1,13 @@
 """Policies changed through the REST API, taken up by running workers.
 
-``LivePolicies.observe`` runs with every host refresh, on the refresh's
-own connection: it reads the one-row generation counter and, only when
-the counter moved, reads the stored policies and settings and hands the
-new PolicySet to ``on_change``. Nothing else is read per request, and a
-change is in use from the request after the refresh that saw it.
+A ``LivePolicies`` is a probe of every host refresh
+(``scheduler.hosts.cache.reading.RefreshProbe``), on the refresh's own
+connection: the one-row generation counter is read in the refresh's scan
+of the changed hosts (by a statement of its own on a full load, and until
+a read found the table), and only when the counter moved are the stored
+policies and settings read and the new PolicySet handed to
+``on_change``. Nothing else is read per request, and a change is in use
+from the request after the refresh that saw it.
 """
 
 import logging
@@ -36,6 +39,13 @@ class LivePolicies:
         self._lock = threading.Lock()
         self._warned = False
 
+    @property
+    def query(self) -> sa.ScalarSelect | None:
+        """The generation for the refresh's scan to carry, once a read of
+        its own found the counter: a schema before revision 0004 has no
+        table for it, which must not fail the scan."""
+        return None if self.generation is None else policy_sql.GENERATION
+
     def observe(self, connection: sa.Connection) -> None:
         """Read the generation; reload when it moved. Errors are logged,
         never raised: the host refresh must go on with the policies in
@@ -51,6 +61,12 @@ class LivePolicies:
                             str(e).splitlines()[0])
                 self._warned = True
             return
+        self.observed(connection, generation)
+
+    def observed(self, connection: sa.Connection, value: object) -> None:
+        """Reload the policies when the generation ``value`` (None: no
+        change stored yet) moved; errors as for ``observe``."""
+        generation = int(value or 0)
         if generation == self.generation:
             return
         with self._lock:

@@ -308,3 +308,28 @@ def test_one_statement_claims_tell_the_generation_they_left(postgresql_url):
     assert (made[-1].generation, made[-1].changed_at) == (row.generation,
                                                           row.changed_at)
     db_api.dispose_engines()
+
+
+def test_one_statement_claim_survives_a_dropped_connection(postgresql_url):
+    """The claim on the driver's cursor keeps the claims' retry: a pooled
+    connection the database dropped fails the statement, which runs once
+    more on a new connection and claims exactly once."""
+    from scheduler import claims
+
+    conf, engine, node = _one_node(postgresql_url, vcpus=8, memory_mb=8192)
+    store = claims.Claims(conf)
+    store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
+    killer = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
+    with killer.begin() as connection:
+        dropped = connection.execute(sa.text(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()")).scalar()
+    killer.dispose()
+    assert dropped >= 1
+    claim = store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
+    assert not claim.existing and claim.generation == 2
+    with engine.connect() as connection:
+        assert connection.execute(sa.select(sa.func.count()).select_from(
+            ALLOCATIONS)).scalar() == 2
+    db_api.dispose_engines()

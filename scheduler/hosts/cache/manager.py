@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from collections.abc import Sequence
 from typing import Protocol
 
-import sqlalchemy as sa
 from oslo_config import cfg
 
 from scheduler.common import observability
@@ -29,6 +28,7 @@ from scheduler.hosts.cache import refresher as host_cache_refresher
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.reading import Changes
+from scheduler.hosts.cache.reading import RefreshProbe
 from scheduler.hosts.cache.reading import RefreshReads
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
@@ -144,10 +144,10 @@ class HostManager(RefreshReads):
         self._touched: set[int] | None = None
         #: Counters of the last successful refresh, None before the first.
         self.last_refresh: RefreshStats | None = None
-        #: Called with the refresh's connection after each read (the live
-        #: policies' generation check), so that they cost no connection
-        #: of their own.
-        self.refresh_hooks: list[Callable[[sa.Connection], None]] = []
+        #: Values read with each refresh, on its connection and in its
+        #: scan when they can be (the live policies' generation), so that
+        #: they cost no connection or round trip of their own.
+        self.refresh_hooks: list[RefreshProbe] = []
 
     def start_background_refresh(self) -> None:
         """Leave full loads, the first included, to a daemon thread of

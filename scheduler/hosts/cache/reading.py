@@ -9,6 +9,7 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import sqlalchemy as sa
@@ -48,6 +49,25 @@ class Changes:
     allocations_read: int
 
 
+class RefreshProbe(Protocol):
+    """A value read with each refresh of the host cache, on its
+    connection (the live policies' generation): in the refresh's own
+    scan of the changed rows when it can be, so that it costs no round
+    trip of its own."""
+
+    @property
+    def query(self) -> sa.ScalarSelect | None:
+        """The value as a scalar subquery the scan can carry; None while
+        it cannot (the probe reads it itself then)."""
+
+    def observe(self, connection: sa.Connection) -> None:
+        """Read the value with a statement of its own (a refresh without
+        a scan, or the query unavailable) and act on it."""
+
+    def observed(self, connection: sa.Connection, value: object) -> None:
+        """Act on the value the scan read."""
+
+
 #: Seconds between two checks of the overlap window for late changes.
 WINDOW_CHECK_INTERVAL = 1.0
 
@@ -74,20 +94,20 @@ class RefreshReads:
                 # their own but on MariaDB: a claim committed in between is
                 # counted under the node's older key, which the next
                 # refresh finds moved.
+                # On PostgreSQL in autocommit (get_engine()): no BEGIN
+                # before the reads, no ROLLBACK after them.
                 with engine.connect() as connection:
-                    if engine.dialect.name == "postgresql":
-                        # psycopg would send BEGIN before the first read
-                        # and the pool a ROLLBACK after the last: two
-                        # round trips of the three of a typical refresh.
-                        connection = connection.execution_options(
-                            isolation_level="AUTOCOMMIT")
+                    probes = list(self.refresh_hooks) if hooks else []
                     if full:
                         changes = self._read_all(connection, ratios, pace)
                     else:
                         changes = self._read_changed(
-                            connection, now, opts.refresh_overlap, ratios)
-                    for hook in self.refresh_hooks if hooks else ():
-                        hook(connection)
+                            connection, now, opts.refresh_overlap, ratios,
+                            probes)
+                    # What the scan did not read (probes is left with
+                    # those), each probe reads on its own.
+                    for probe in probes:
+                        probe.observe(connection)
                 return changes
             except sa_exc.DBAPIError as e:
                 if not e.connection_invalidated or attempt == 2:
@@ -119,8 +139,10 @@ class RefreshReads:
             rows_decoded=decoded, allocations_read=len(allocations))
 
     def _read_changed(self, connection: sa.Connection, now: float,
-                      overlap: int,
-                      ratios: tuple[float, float, float]) -> Changes:
+                      overlap: int, ratios: tuple[float, float, float],
+                      probes: list[RefreshProbe]) -> Changes:
+        """The rows changed since the watermark; the ``probes`` whose
+        value the scan read are observed and removed from the list."""
         watermark = self._watermark
         if watermark is None:
             newer: list[NodeRow] = []
@@ -130,8 +152,12 @@ class RefreshReads:
             # Rows stamped after the watermark are read whole at once:
             # they are few, and they changed. One stamped with the
             # watermark's own time is a late change, for _late_keys().
-            newer = host_queries.fetch(connection, host_queries.NODES_AFTER,
-                                       NodeRow, after=watermark)
+            folded = [probe for probe in probes if probe.query is not None]
+            newer, probed = host_queries.scan_after(
+                connection, watermark, [probe.query for probe in folded])
+            for probe, value in zip(folded, probed, strict=True):
+                probes.remove(probe)
+                probe.observed(connection, value)
             keys = [KeyRow(row.id, row.changed_at, row.generation)
                     for row in newer]
             keys.extend(self._late_keys(connection, now, overlap,

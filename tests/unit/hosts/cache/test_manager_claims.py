@@ -100,19 +100,19 @@ def test_claim_the_cache_already_counts_is_not_recorded_twice(
     would count it twice under a key the refresh would then trust."""
     node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
     manager.host_states()
-    read_nodes = host_queries.fetch
+    scan_nodes = host_queries.scan_after
     claimed = {}
 
-    def claim_between_the_reads(connection, query, shape, **parameters):
-        rows = read_nodes(connection, query, shape, **parameters)
-        if shape is host_queries.NodeRow and not claimed:
+    def claim_between_the_reads(connection, after, probes=()):
+        scan = scan_nodes(connection, after, probes)
+        if not claimed:
             claimed["instance"] = claim(engine, node, vcpus=3)
-        return rows
+        return scan
 
     update_node(engine, node, generation=1)
-    monkeypatch.setattr(host_queries, "fetch", claim_between_the_reads)
+    monkeypatch.setattr(host_queries, "scan_after", claim_between_the_reads)
     host = manager.host_states()[0]
-    monkeypatch.setattr(host_queries, "fetch", read_nodes)
+    monkeypatch.setattr(host_queries, "scan_after", scan_nodes)
     assert (host.generation, host.vcpus_claimed) == (1, 3)
     with engine.connect() as connection:
         row = connection.execute(sa.select(NODES).where(

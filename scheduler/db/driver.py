@@ -1,0 +1,152 @@
+"""Statements of the request path run on the driver's own cursor.
+
+A decision runs a few small statements (the host cache's scan, the
+claim). Through ``Connection.execute`` each pays SQLAlchemy's execution
+and result layers: the statement's cache key, the execution context, the
+cursor's description (psycopg builds an object per column for it) and a
+result object with its row metadata, several times what the driver and
+the database spend on a one-row answer. A ``DriverStatement`` is compiled
+once per dialect and run with the driver's cursor: plain tuples back,
+type conversions applied only where the dialect needs one (SQLite's
+datetimes and booleans, MariaDB's booleans).
+
+It still runs through the ``Connection``'s statement hook
+(``_cursor_execute``): ``before_cursor_execute`` events, echo logging,
+and errors wrapped and handled as SQLAlchemy does (a dropped connection
+invalidates it and the pool's older ones, ``connection_invalidated``
+set), so callers keep their retry on a new connection. It takes part in
+the connection's transaction state as the driver has it: use it on a
+connection in autocommit, or after a statement of the transaction ran
+through ``Connection.execute`` (which began it).
+"""
+
+import dataclasses
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+Processor = Callable[[Any], Any] | None
+
+
+@dataclasses.dataclass
+class _Form:
+    """A statement as one dialect's driver takes it."""
+
+    sql: str
+    #: Parameter names in order, for a positional paramstyle (qmark).
+    positions: tuple[str, ...] | None
+    #: Conversions of parameters before the driver sees them, by name.
+    binds: dict[str, Callable[[Any], Any]]
+    #: The values of the statement's own (literal) parameters.
+    fixed: dict[str, object]
+    #: The selected columns' types, for their result conversions.
+    types: tuple[sa.types.TypeEngine, ...]
+    #: Per column conversion of results; None until the first run gives
+    #: the driver's type codes (and when no column needs one, empty).
+    results: list[Processor] | None = None
+
+
+class DriverStatement:
+    """``statement`` compiled once per dialect, run on the driver's
+    cursor; ``shape`` makes each row (default: the driver's tuple).
+    Thread-safe: two threads compiling at once build the same form.
+
+    Parameters are passed by name, as with ``Connection.execute``;
+    expanding parameters (``IN``) are not supported.
+    """
+
+    def __init__(self, statement: sa.Executable,
+                 shape: Callable[[tuple], Any] | None = None):
+        self.statement = statement
+        self._shape = shape
+        #: By dialect and driver: the paramstyle and the conversions are
+        #: the driver's.
+        self._forms: dict[tuple[str, str], _Form] = {}
+
+    def rows(self, connection: sa.Connection,
+             parameters: Mapping[str, object]) -> list:
+        """Every row of the statement's result."""
+        dialect = connection.dialect
+        key = (dialect.name, dialect.driver)
+        form = self._forms.get(key)
+        if form is None:
+            form = self._forms[key] = self._compile(dialect)
+        arguments = _arguments(form, parameters)
+        try:
+            cursor = connection.connection.cursor()
+        except BaseException as e:
+            # Wrapped and the connection invalidated, as SQLAlchemy's own
+            # path does, so that the caller's retry on a new one runs.
+            connection._handle_dbapi_exception(
+                e, form.sql, arguments, None, None)
+        try:
+            connection._cursor_execute(cursor, form.sql, arguments)
+            try:
+                rows = cursor.fetchall()
+                if form.results is None:
+                    form.results = _result_processors(
+                        dialect, form.types, cursor.description)
+            except BaseException as e:
+                connection._handle_dbapi_exception(
+                    e, form.sql, arguments, cursor, None)
+        finally:
+            cursor.close()
+        if form.results:
+            rows = [_converted(row, form.results) for row in rows]
+        if self._shape is not None:
+            return list(map(self._shape, rows))
+        return list(rows)
+
+    def _compile(self, dialect: Dialect) -> _Form:
+        compiled = self.statement.compile(dialect=dialect)
+        binds, fixed = {}, {}
+        for bind, name in compiled.bind_names.items():
+            if bind.expanding:
+                raise ValueError(f"expanding parameter {name!r} not "
+                                 "supported")
+            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            if process is not None:
+                binds[name] = process
+            if not bind.required:
+                fixed[name] = bind.value
+        if dialect.paramstyle not in ("pyformat", "format", "qmark"):
+            raise ValueError(f"paramstyle {dialect.paramstyle} not "
+                             "supported")
+        positions = (tuple(compiled.positiontup)
+                     if dialect.positional else None)
+        types = tuple(column.type for column
+                      in getattr(self.statement, "selected_columns", ()))
+        return _Form(compiled.string, positions, binds, fixed, types)
+
+
+def _arguments(form: _Form, parameters: Mapping[str, object]
+               ) -> dict[str, object] | tuple:
+    values = {**form.fixed, **parameters}
+    for name, process in form.binds.items():
+        if name in values:
+            values[name] = process(values[name])
+    if form.positions is None:
+        return values
+    return tuple(values[name] for name in form.positions)
+
+
+def _result_processors(dialect: Dialect,
+                       types: tuple[sa.types.TypeEngine, ...],
+                       description: Any) -> list[Processor]:
+    """The dialect's conversions of the selected columns' values, or an
+    empty list when none needs one."""
+    if description is None or len(description) != len(types):
+        return []
+    processors = [kind.dialect_impl(dialect).result_processor(
+                      dialect, column[1])
+                  for kind, column in zip(types, description, strict=True)]
+    return processors if any(processors) else []
+
+
+def _converted(row: tuple, processors: list[Processor]) -> tuple:
+    return tuple(value if process is None or value is None
+                 else process(value)
+                 for value, process in zip(row, processors, strict=True))
