@@ -99,7 +99,7 @@ class SchedulerManager:
         # its scan.
         self.live_policies = LivePolicies(conf, self.policies,
                                           self._use_policies)
-        self.host_manager.refresh_hooks.append(self.live_policies)
+        self.host_manager.refresh_probes.append(self.live_policies)
         self.stats = ManagerStats()
 
     @property

@@ -39,12 +39,12 @@ def bench(size: int, decisions: int, url: str | None) -> dict[str, list]:
         schema.db_sync(engine)
         bench_engine.build_fleet(engine, size, rng)
         manager = manager_mod.SchedulerManager(conf)
-        hooks = list(manager.host_manager.refresh_hooks)
+        probes = list(manager.host_manager.refresh_probes)
         manager.explain(bench_engine.REQUEST)
         for i in range(2 * decisions):
             mode = "on" if (i // BLOCK) % 2 == 0 else "off"
-            manager.host_manager.refresh_hooks[:] = (
-                hooks if mode == "on" else [])
+            manager.host_manager.refresh_probes[:] = (
+                probes if mode == "on" else [])
             bench_engine.touch_one(engine, size, rng)
             began = time.perf_counter()
             manager.explain(bench_engine.REQUEST)

@@ -105,7 +105,6 @@ WINDOW_PROBE = sa.select(
     NODES.c.changed_at <= sa.bindparam("until"))
 
 
-
 class Scan(NamedTuple):
     """What ``scan_after()`` read: the rows stamped after the watermark
     and the probes' values, in the order of the probes."""

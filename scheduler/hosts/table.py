@@ -257,20 +257,21 @@ class HostTable:
                 self._columns = {}
                 self._floors = {}
         columns = {}
+        positions = list(rows)
         for key, (array, builder) in carried:
             dtype, value = builder
             if hand_over:
                 array.flags.writeable = True
             else:
                 array = array.copy()
-            before = array[list(rows)].tolist() if key in floors else None
+            before = array[positions].tolist() if key in floors else None
             for index, host in rows.items():
                 array[index] = value(host)
             array.flags.writeable = False
             columns[key] = (array, builder)
             if before is not None:
                 floors[key] = _lowered(floors[key], before,
-                                       array[list(rows)].tolist())
+                                       array[positions].tolist())
         return HostTable(hosts, columns, self._name_rank, floors)
 
 

@@ -147,7 +147,7 @@ class HostManager(RefreshReads):
         #: Values read with each refresh, on its connection and in its
         #: scan when they can be (the live policies' generation), so that
         #: they cost no connection or round trip of their own.
-        self.refresh_hooks: list[RefreshProbe] = []
+        self.refresh_probes: list[RefreshProbe] = []
 
     def start_background_refresh(self) -> None:
         """Leave full loads, the first included, to a daemon thread of
@@ -275,7 +275,7 @@ class HostManager(RefreshReads):
             not (self._refresher and self._refresher.alive)
             and now - self._last_full >= opts.full_refresh_interval)
         began = time.perf_counter()
-        changes = self._read(full, now, hooks=True)
+        changes = self._read(full, now, with_probes=True)
         self._apply(changes)
         if full:
             # A full load reads the overlap window too.
@@ -301,7 +301,7 @@ class HostManager(RefreshReads):
         with self._lock:
             self._touched, known = set(), set(self._entries)
         try:
-            changes = self._read(True, now, hooks=False, pace=pace)
+            changes = self._read(True, now, with_probes=False, pace=pace)
             # Outside the lock, so that the swap holds it for the changed
             # rows only: what differs from the cache the read began with
             # (what requests changed since is in _touched).

@@ -77,10 +77,10 @@ class RefreshReads:
     ``HostManager`` that talks to the database (its state, ``_entries``,
     ``_watermark``, ``_table``..., is the manager's)."""
 
-    def _read(self, full: bool, now: float, hooks: bool,
+    def _read(self, full: bool, now: float, with_probes: bool,
               pace: Callable[[], None] | None = None) -> Changes:
-        """One refresh's reads, not yet applied; ``hooks``: run the
-        refresh hooks on its connection; ``pace``: see ``reload()``."""
+        """One refresh's reads, not yet applied; ``with_probes``: read the
+        refresh probes on its connection; ``pace``: see ``reload()``."""
         opts = self.conf.filter_scheduler
         ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
                   opts.disk_allocation_ratio)
@@ -97,7 +97,7 @@ class RefreshReads:
                 # On PostgreSQL in autocommit (get_engine()): no BEGIN
                 # before the reads, no ROLLBACK after them.
                 with engine.connect() as connection:
-                    probes = list(self.refresh_hooks) if hooks else []
+                    probes = list(self.refresh_probes) if with_probes else []
                     if full:
                         changes = self._read_all(connection, ratios, pace)
                     else:
