@@ -205,6 +205,17 @@ class MetricHistory:
             readings[name] = (when, float(metric.value))
         return self.appended_readings(readings, window)
 
+    def appended_report(self, names: tuple[str, ...],
+                        times: Sequence[float], values: Sequence[float],
+                        window: float) -> "MetricHistory":
+        """``appended_readings`` of one report given as columns: the
+        metric ``names`` (one tuple object for every report of the same
+        metrics, in the same order), each one's time (epoch seconds) and
+        value, at the same positions."""
+        return self.appended_readings(
+            dict(zip(names, zip(times, values, strict=True), strict=True)),
+            window)
+
     def appended_readings(self, readings: Mapping[str, tuple[float, float]],
                           window: float) -> "MetricHistory":
         """``appended`` of readings already as ``(epoch seconds, value)``

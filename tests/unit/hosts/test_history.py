@@ -257,3 +257,20 @@ def test_a_metric_left_out_of_a_report_is_dropped_and_others_kept():
     assert held.names() == ["b"]
     assert held.series("b")[1].tolist() == [2.0, 3.0]
     assert held.series("a") is None
+
+
+def test_appended_report_is_appended_readings_of_its_columns():
+    names = ("cpu.percent", "memory.used")
+    held = history.EMPTY
+    want = history.EMPTY
+    for minute in range(5):
+        when = 1.8e9 + 60.0 * minute
+        times, values = [when, when - 1.0], [10.0 + minute, 2.0 * minute]
+        held = held.appended_report(names, times, values, 180.0)
+        want = want.appended_readings(
+            {"cpu.percent": (times[0], values[0]),
+             "memory.used": (times[1], values[1])}, 180.0)
+    assert held == want
+    assert held.reports("cpu.percent") == 3  # newer than 240 - 180 s
+    assert held.statistic("memory.used", "mean", 3600.0) == \
+        want.statistic("memory.used", "mean", 3600.0)
