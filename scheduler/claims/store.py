@@ -113,24 +113,39 @@ class Claims:
         """One attempt of ``claim``: the claim made, else the one the
         instance holds after a duplicate key. The duplicate key propagates
         when the instance holds none."""
+        if retries.reconnected:
+            # The dropped connection may have swallowed the reply to a
+            # committed claim, which may have taken the node's last room:
+            # found first, it is the answer rather than a full node.
+            held = self._held(instance_uuid, allocation_id, retries)
+            if held is not None and not held.existing:
+                return held
         try:
             return self._claim(node_id, instance_uuid, usage, group,
                                allocation_id)
         except sa_exc.IntegrityError:
             # The unique instance_uuid: a concurrent request for the
             # same instance claimed first. Its claim is the answer.
-            try:
-                held = self.find([instance_uuid]).get(instance_uuid)
-            except BaseException as e:
-                retries.final = e  # not retried: it ends the call
-                raise
+            held = self._held(instance_uuid, allocation_id, retries)
             if held is not None:
-                if held.allocation_id == allocation_id:
-                    return dataclasses.replace(held, existing=False)
                 return held
             # Released in the meantime (or another constraint): the
             # next attempt tells which.
             raise
+
+    def _held(self, instance_uuid: str, allocation_id: str,
+              retries: retry.Retries) -> Claim | None:
+        """The claim ``instance_uuid`` holds, as made by this call (not
+        ``existing``) when it bears the call's ``allocation_id``; a
+        failure of the lookup ends the call."""
+        try:
+            held = self.find([instance_uuid]).get(instance_uuid)
+        except BaseException as e:
+            retries.final = e  # not retried: it ends the call
+            raise
+        if held is not None and held.allocation_id == allocation_id:
+            return dataclasses.replace(held, existing=False)
+        return held
 
     def _claim(self, node_id: int, instance_uuid: str, usage: Usage,
                group: str | None, allocation_id: str) -> Claim:
