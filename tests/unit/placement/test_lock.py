@@ -103,12 +103,14 @@ def test_pass_finishing_after_the_hold_limit_keeps_its_claim(
         conf, engine, monkeypatch, caplog):
     add_node(engine, "a")
     conf.set_override("cluster_lock", True, group="scheduler")
-    conf.set_override("lock_hold_timeout", 0.05, group="scheduler")
+    # The limit must pass during the claim, not before it: a refresh on
+    # a loaded machine can take a good part of a tenth of a second.
+    conf.set_override("lock_hold_timeout", 0.5, group="scheduler")
     mgr = make_manager(conf)
     real = mgr.claims.claim
 
     def slow_claim(*args, **kwargs):
-        time.sleep(0.1)
+        time.sleep(0.6)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(mgr.claims, "claim", slow_claim)
