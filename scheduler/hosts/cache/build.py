@@ -21,10 +21,16 @@ class Entry(NamedTuple):
     source: tuple
 
 
-_METRICS = NodeRow._fields.index("metrics")
-
-
 _new_tuple = tuple.__new__
+
+
+def new_entry(fields: tuple[HostState, decode.Decoded, tuple]) -> Entry:
+    """``Entry(*fields)`` without the Python-level ``__new__`` of a named
+    tuple: one is made per changed row."""
+    return _new_tuple(Entry, fields)
+
+
+_METRICS = NodeRow._fields.index("metrics")
 #: The columns after the metrics that a report leaves as they were.
 _DISABLED = slice(NodeRow._fields.index("disabled"),
                   NodeRow._fields.index("disabled_reason") + 1)

@@ -5,6 +5,7 @@ every query succeeded (``scheduler.hosts.cache.manager``)."""
 
 import dataclasses
 import datetime
+import itertools
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.build import claims_by_node
 from scheduler.hosts.cache.build import kept_row
+from scheduler.hosts.cache.build import new_entry
 from scheduler.hosts.cache.build import reported_state
 from scheduler.hosts.expected_load import pending_cpu_fraction
 from scheduler.hosts.table import epoch
@@ -158,23 +160,22 @@ class RefreshReads:
             for probe, value in zip(folded, probed, strict=True):
                 probes.remove(probe)
                 probe.observed(connection, value)
-            keys = [KeyRow(row.id, row.changed_at, row.generation)
-                    for row in newer]
-            keys.extend(self._late_keys(connection, now, overlap,
-                                        {row.id for row in newer}))
-        stale = [key.id for key in keys if self._is_stale(key)]
-        wanted = set(stale)
-        rows = [row for row in newer if row.id in wanted]
+            keys = self._late_keys(connection, now, overlap, newer)
+        # A scanned row is its own change key: no key built per row.
+        is_stale = self._is_stale
+        rows = [row for row in newer if is_stale(row)]
+        late = [key.id for key in keys if is_stale(key)]
+        stale = [row.id for row in rows]
+        stale.extend(late)
         # Only rows that changed are read with their (large) JSON columns.
-        unread = sorted(wanted - {row.id for row in rows})
-        allocations: list[AllocationRow] = []
-        for chunk in tables.chunks(unread):
+        for chunk in tables.chunks(sorted(late)):
             rows.extend(host_queries.fetch(
                 connection, host_queries.NODES_BY_ID, NodeRow,
                 ids=list(chunk)))
         kept_claims = self._claims_as_cached(rows)
         claimed = [node_id for node_id in stale
                    if node_id not in kept_claims]
+        allocations: list[AllocationRow] = []
         for chunk in tables.chunks(claimed):
             allocations.extend(host_queries.fetch(
                 connection, host_queries.ALLOCATIONS_BY_NODE, AllocationRow,
@@ -182,23 +183,22 @@ class RefreshReads:
         entries, decoded = self._build_entries(rows, allocations, ratios,
                                                reuse=False,
                                                kept_claims=kept_claims)
-        newest = max((key.changed_at for key in keys), default=None)
-        if rows:
-            newest = max(newest, max(row.changed_at for row in rows))
         return Changes(
             full=False, entries=entries,
             # Seen by the scan, gone when read: deleted in between.
-            gone=wanted - entries.keys(), newest=newest,
-            rows_read=len(keys), rows_fetched=len(rows),
+            gone=set(late) - entries.keys(),
+            newest=max((row.changed_at for row in itertools.chain(
+                newer, keys, rows)), default=None),
+            rows_read=len(newer) + len(keys), rows_fetched=len(rows),
             rows_decoded=decoded, allocations_read=len(allocations))
 
     def _late_keys(self, connection: sa.Connection, now: float,
-                   overlap: int, seen: set[int]) -> list[KeyRow]:
+                   overlap: int, newer: Sequence[NodeRow]) -> list[KeyRow]:
         """The change keys of the overlap window up to the watermark
         (changes committed late, or by a writer whose clock lags), but
         only when that window's row count or generation sum differs from
         the cache's, and at most once per ``WINDOW_CHECK_INTERVAL``
-        seconds. ``seen``: the rows already read, stamped after the
+        seconds. ``newer``: the rows already read, stamped after the
         watermark.
 
         Every writer bumps ``generation``, so a late change moves the
@@ -214,6 +214,7 @@ class RefreshReads:
             return []
         self._window_checked = now
         watermark = self._watermark
+        seen = {row.id for row in newer}
         since = watermark - datetime.timedelta(seconds=overlap)
         count, generations = connection.execute(
             host_queries.WINDOW_PROBE,
@@ -294,37 +295,39 @@ class RefreshReads:
         windows = (self.conf.metrics.history_window,
                    self.conf.metrics.instance_history_window)
         pending_fraction = pending_cpu_fraction(self.conf)
+        cached = self._entries.get
+        slice_rows = host_queries.PACE_ROWS
         for index, row in enumerate(rows):
-            slice_rows = host_queries.PACE_ROWS
             if pace is not None and index % slice_rows == slice_rows - 1:
                 pace()
-            claims = by_node.get(row.id, ())
-            source = (kept_row(row), tuple(claims), ratios)
-            previous = self._entries.get(row.id)
-            old = previous if reuse else None
-            if old is not None and old.source == source:
-                # Unchanged: the same object, so that the host table
-                # keeps its columns.
-                entries[row.id] = old
-                continue
-            decoded = self._reusable(old, row)
+            node_id = row.id
+            claims = tuple(by_node.get(node_id, ()))
+            source = (kept_row(row), claims, ratios)
+            previous = cached(node_id)
+            decoded = None
+            if reuse and previous is not None:
+                if previous.source == source:
+                    # Unchanged: the same object, so that the host table
+                    # keeps its columns.
+                    entries[node_id] = previous
+                    continue
+                decoded = self._reusable(previous, row)
             if decoded is None:
                 decoded = decode.decode(
                     row, previous and previous.decoded, *windows)
                 decoded_rows += 1
             same_claims = (previous.state if kept_claims and previous
-                           and row.id in kept_claims else None)
+                           and node_id in kept_claims else None)
             state = same_claims and reported_state(
                 row, decoded, previous, ratios, pending_fraction)
-            entries[row.id] = Entry(
+            entries[node_id] = new_entry((
                 state or build_state(row, claims, decoded, ratios,
                                      same_claims, pending_fraction),
-                decoded, source)
+                decoded, source))
         return entries, decoded_rows
 
     @staticmethod
-    def _reusable(entry: Entry | None,
-                  row: NodeRow) -> decode.Decoded | None:
+    def _reusable(entry: Entry, row: NodeRow) -> decode.Decoded | None:
         """The cached decoding of a row whose JSON columns did not
         change, on a full load.
 
@@ -332,7 +335,7 @@ class RefreshReads:
         the change key: a full load is the safety net for a writer that
         changed a row without moving its key.
         """
-        if entry is None or entry.decoded.text != (
+        if entry.decoded.text != (
                 decode.metrics_key(row.metrics), row.cpu_info,
                 row.networks):
             return None
