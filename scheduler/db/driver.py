@@ -22,6 +22,7 @@ through ``Connection.execute`` (which began it).
 
 import dataclasses
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from typing import Any
 
@@ -196,10 +197,11 @@ class _Kept(dict):
 
 def _converted(rows: list[tuple],
                conversions: list[tuple[int, Callable[[tuple], list]]]
-               ) -> list[tuple]:
+               ) -> Iterator[tuple]:
     """``rows`` with their converted columns' values converted: column by
     column, so that the columns without a conversion cost nothing."""
     columns: list = list(zip(*rows, strict=True))
     for index, convert in conversions:
         columns[index] = convert(columns[index])
-    return list(zip(*columns, strict=True))
+    # An iterator: zip reuses its tuple for a row that ``shape`` copies.
+    return zip(*columns, strict=True)

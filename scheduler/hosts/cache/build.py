@@ -39,9 +39,11 @@ _DISABLED = slice(NodeRow._fields.index("disabled"),
 def kept_row(row: NodeRow) -> NodeRow:
     """``row`` as the cache keeps it: its metrics text as
     ``decode.metrics_key`` (the decoding holds what was read from it)."""
-    return _new_tuple(NodeRow, (*row[:_METRICS],
-                                decode.metrics_key(row.metrics),
-                                *row[_METRICS + 1:]))
+    # A list patched in place: a third cheaper than joining slices, and
+    # one is kept per changed row.
+    fields = list(row)
+    fields[_METRICS] = decode.metrics_key(row.metrics)
+    return _new_tuple(NodeRow, fields)
 
 
 def reported_state(row: NodeRow, decoded: decode.Decoded,
@@ -60,7 +62,7 @@ def reported_state(row: NodeRow, decoded: decode.Decoded,
             or row[_DISABLED] != held[_DISABLED]):
         return None
     reported = row.metrics_updated_at
-    fields = dict(previous.state.__dict__)
+    fields = previous.state.__dict__.copy()
     (fields["claims_pending"], fields["vcpus_pending"],
      fields["memory_mb_pending"]) = _pending(claims, reported)
     fields["cpu_info"] = decoded.cpu_info

@@ -286,6 +286,8 @@ class RefreshReads:
                        kept_claims: Mapping[
                            int, Sequence[AllocationRow]] | None = None
                        ) -> tuple[dict[int, Entry], int]:
+        if not rows:  # most refreshes of a small fleet: no option read
+            return {}, 0
         by_node: dict[int, Sequence[AllocationRow]] = {
             **claims_by_node(allocations), **(kept_claims or {})}
         entries = {}
