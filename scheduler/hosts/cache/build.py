@@ -36,13 +36,16 @@ _DISABLED = slice(NodeRow._fields.index("disabled"),
                   NodeRow._fields.index("disabled_reason") + 1)
 
 
-def kept_row(row: NodeRow) -> NodeRow:
+def kept_row(row: NodeRow,
+             metrics_key: tuple[int, int] | None = None) -> NodeRow:
     """``row`` as the cache keeps it: its metrics text as
-    ``decode.metrics_key`` (the decoding holds what was read from it)."""
+    ``decode.metrics_key`` (the decoding holds what was read from it);
+    ``metrics_key``: that key when already worked out (a decoding's)."""
     # A list patched in place: a third cheaper than joining slices, and
     # one is kept per changed row.
     fields = list(row)
-    fields[_METRICS] = decode.metrics_key(row.metrics)
+    fields[_METRICS] = (decode.metrics_key(row.metrics)
+                        if metrics_key is None else metrics_key)
     return _new_tuple(NodeRow, fields)
 
 

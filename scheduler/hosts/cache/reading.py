@@ -304,20 +304,22 @@ class RefreshReads:
                 pace()
             node_id = row.id
             claims = tuple(by_node.get(node_id, ()))
-            source = (kept_row(row), claims, ratios)
             previous = cached(node_id)
-            decoded = None
+            decoded = source = None
             if reuse and previous is not None:
+                source = (kept_row(row), claims, ratios)
                 if previous.source == source:
                     # Unchanged: the same object, so that the host table
                     # keeps its columns.
                     entries[node_id] = previous
                     continue
-                decoded = self._reusable(previous, row)
+                decoded = self._reusable(previous, source[0])
             if decoded is None:
                 decoded = decode.decode(
                     row, previous and previous.decoded, *windows)
                 decoded_rows += 1
+            if source is None:  # the decoding's key: not hashed again
+                source = (kept_row(row, decoded.text[0]), claims, ratios)
             same_claims = (previous.state if kept_claims and previous
                            and node_id in kept_claims else None)
             state = same_claims and reported_state(
@@ -329,16 +331,16 @@ class RefreshReads:
         return entries, decoded_rows
 
     @staticmethod
-    def _reusable(entry: Entry, row: NodeRow) -> decode.Decoded | None:
+    def _reusable(entry: Entry, kept: NodeRow) -> decode.Decoded | None:
         """The cached decoding of a row whose JSON columns did not
-        change, on a full load.
+        change, on a full load; ``kept``: the row as ``kept_row`` keeps
+        it (its metrics as their ``metrics_key``).
 
         The columns are compared (the metrics by ``metrics_key``), not
         the change key: a full load is the safety net for a writer that
         changed a row without moving its key.
         """
-        if entry.decoded.text != (
-                decode.metrics_key(row.metrics), row.cpu_info,
-                row.networks):
+        if entry.decoded.text != (kept.metrics, kept.cpu_info,
+                                  kept.networks):
             return None
         return entry.decoded
