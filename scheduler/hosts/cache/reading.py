@@ -84,8 +84,6 @@ class RefreshReads:
         """One refresh's reads, not yet applied; ``with_probes``: read the
         refresh probes on its connection; ``pace``: see ``reload()``."""
         opts = self.conf.filter_scheduler
-        ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
-                  opts.disk_allocation_ratio)
         # No pre-ping round trip on every request: a pooled connection
         # the database dropped fails the first statement instead, and the
         # refresh runs once more on a fresh one.
@@ -101,11 +99,10 @@ class RefreshReads:
                 with engine.connect() as connection:
                     probes = list(self.refresh_probes) if with_probes else []
                     if full:
-                        changes = self._read_all(connection, ratios, pace)
+                        changes = self._read_all(connection, pace)
                     else:
                         changes = self._read_changed(
-                            connection, now, opts.refresh_overlap, ratios,
-                            probes)
+                            connection, now, opts.refresh_overlap, probes)
                     # What the scan did not read (probes is left with
                     # those), each probe reads on its own.
                     for probe in probes:
@@ -119,7 +116,6 @@ class RefreshReads:
         raise AssertionError("unreachable")
 
     def _read_all(self, connection: sa.Connection,
-                  ratios: tuple[float, float, float],
                   pace: Callable[[], None] | None = None) -> Changes:
         if pace is None:
             rows = host_queries.fetch(connection, host_queries.ALL_NODES,
@@ -132,7 +128,7 @@ class RefreshReads:
             allocations = host_queries.fetch_paced(
                 connection, host_queries.ALL_ALLOCATIONS, AllocationRow,
                 pace)
-        entries, decoded = self._build_entries(rows, allocations, ratios,
+        entries, decoded = self._build_entries(rows, allocations,
                                                reuse=True, pace=pace)
         return Changes(
             full=True, entries=entries, gone=set(),
@@ -141,8 +137,8 @@ class RefreshReads:
             rows_decoded=decoded, allocations_read=len(allocations))
 
     def _read_changed(self, connection: sa.Connection, now: float,
-                      overlap: int, ratios: tuple[float, float, float],
-                      probes: list[RefreshProbe]) -> Changes:
+                      overlap: int, probes: list[RefreshProbe]
+                      ) -> Changes:
         """The rows changed since the watermark; the ``probes`` whose
         value the scan read are observed and removed from the list."""
         watermark = self._watermark
@@ -180,7 +176,7 @@ class RefreshReads:
             allocations.extend(host_queries.fetch(
                 connection, host_queries.ALLOCATIONS_BY_NODE, AllocationRow,
                 ids=list(chunk)))
-        entries, decoded = self._build_entries(rows, allocations, ratios,
+        entries, decoded = self._build_entries(rows, allocations,
                                                reuse=False,
                                                kept_claims=kept_claims)
         return Changes(
@@ -281,7 +277,7 @@ class RefreshReads:
 
     def _build_entries(self, rows: Sequence[NodeRow],
                        allocations: Sequence[AllocationRow],
-                       ratios: tuple[float, float, float], reuse: bool,
+                       reuse: bool,
                        pace: Callable[[], None] | None = None,
                        kept_claims: Mapping[
                            int, Sequence[AllocationRow]] | None = None
@@ -296,6 +292,9 @@ class RefreshReads:
         # lookup costs about a microsecond, a report some tens.
         windows = (self.conf.metrics.history_window,
                    self.conf.metrics.instance_history_window)
+        opts = self.conf.filter_scheduler
+        ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
+                  opts.disk_allocation_ratio)
         pending_fraction = pending_cpu_fraction(self.conf)
         cached = self._entries.get
         slice_rows = host_queries.PACE_ROWS
