@@ -142,23 +142,29 @@ def _result_processors(dialect: Dialect,
     if description is None or len(description) != len(types):
         return []
     conversions = []
+    # One per conversion, shared by the columns it converts: a report
+    # stamps its row's times alike, read once then.
+    kept: dict[Callable[[Any], Any], _Kept] = {}
     for index, (kind, column) in enumerate(zip(types, description,
                                                strict=True)):
         process = kind.dialect_impl(dialect).result_processor(
             dialect, column[1])
         if process is None:
             continue
-        conversions.append((index, _Kept(process).column
-                            if isinstance(kind, _IMMUTABLE)
-                            else _Each(process).column))
+        if isinstance(kind, _IMMUTABLE):
+            if process not in kept:
+                kept[process] = _Kept(process)
+            conversions.append((index, kept[process].column))
+        else:
+            conversions.append((index, _Each(process).column))
     return conversions
 
 
 #: Types whose results are immutable and a function of the value read,
 #: so that one converted value may stand for every equal one.
 _IMMUTABLE = (sa.DateTime, sa.Date, sa.Time, sa.Boolean)
-#: Converted values a ``_Kept`` holds at most: a refresh reads a few
-#: distinct stamps, a full load one per node.
+#: Converted values a ``_Kept`` holds at most: a refresh of a simulated
+#: fleet reads a few distinct stamps, of real nodes one per node.
 _KEPT = 4096
 
 
@@ -175,8 +181,8 @@ class _Each:
 
 
 class _Kept(dict):
-    """A column's values converted once per distinct value: the results
-    by the value read (None read as None), at most ``_KEPT`` of them."""
+    """Columns' values converted once per distinct value: the results by
+    the value read (None read as None), at most ``_KEPT`` of them."""
 
     def __init__(self, process: Callable[[Any], Any]):
         super().__init__({None: None})
