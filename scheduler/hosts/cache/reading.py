@@ -270,7 +270,9 @@ class RefreshReads:
                 kept[row.id] = entry.source[1]
         return kept
 
-    def _is_stale(self, key: KeyRow) -> bool:
+    def _is_stale(self, key: KeyRow | NodeRow) -> bool:
+        """Whether the cache lacks the node of ``key`` (a change key, or
+        a row read whole: its own key) or holds an older version."""
         entry = self._entries.get(key.id)
         return (entry is None or entry.state.changed_at != key.changed_at
                 or entry.state.generation != key.generation)
