@@ -22,13 +22,12 @@ through ``Connection.execute`` (which began it).
 
 import dataclasses
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
-
-Processor = Callable[[Any], Any] | None
 
 
 @dataclasses.dataclass
@@ -44,9 +43,10 @@ class _Form:
     fixed: dict[str, object]
     #: The selected columns' types, for their result conversions.
     types: tuple[sa.types.TypeEngine, ...]
-    #: Per column conversion of results; None until the first run gives
-    #: the driver's type codes (and when no column needs one, empty).
-    results: list[Processor] | None = None
+    #: The conversions of result columns, as (column index, conversion
+    #: of the column's values); None until the first run gives the
+    #: driver's type codes (and when no column needs one, empty).
+    results: list[tuple[int, Callable[[tuple], list]]] | None = None
 
 
 class DriverStatement:
@@ -94,8 +94,8 @@ class DriverStatement:
                     e, form.sql, arguments, cursor, None)
         finally:
             cursor.close()
-        if form.results:
-            rows = [_converted(row, form.results) for row in rows]
+        if form.results and rows:
+            rows = _converted(rows, form.results)
         if self._shape is not None:
             return list(map(self._shape, rows))
         return list(rows)
@@ -135,18 +135,79 @@ def _arguments(form: _Form, parameters: Mapping[str, object]
 
 def _result_processors(dialect: Dialect,
                        types: tuple[sa.types.TypeEngine, ...],
-                       description: Any) -> list[Processor]:
-    """The dialect's conversions of the selected columns' values, or an
-    empty list when none needs one."""
+                       description: Any
+                       ) -> list[tuple[int, Callable[[tuple], list]]]:
+    """The dialect's conversions of the selected columns' values, by
+    column index, or an empty list when none needs one."""
     if description is None or len(description) != len(types):
         return []
-    processors = [kind.dialect_impl(dialect).result_processor(
-                      dialect, column[1])
-                  for kind, column in zip(types, description, strict=True)]
-    return processors if any(processors) else []
+    conversions = []
+    # One per conversion, shared by the columns it converts: a report
+    # stamps its row's times alike, read once then.
+    kept: dict[Callable[[Any], Any], _Kept] = {}
+    for index, (kind, column) in enumerate(zip(types, description,
+                                               strict=True)):
+        process = kind.dialect_impl(dialect).result_processor(
+            dialect, column[1])
+        if process is None:
+            continue
+        if isinstance(kind, _IMMUTABLE):
+            if process not in kept:
+                kept[process] = _Kept(process)
+            conversions.append((index, kept[process].column))
+        else:
+            conversions.append((index, _Each(process).column))
+    return conversions
 
 
-def _converted(row: tuple, processors: list[Processor]) -> tuple:
-    return tuple(value if process is None or value is None
-                 else process(value)
-                 for value, process in zip(row, processors, strict=True))
+#: Types whose results are immutable and a function of the value read,
+#: so that one converted value may stand for every equal one.
+_IMMUTABLE = (sa.DateTime, sa.Date, sa.Time, sa.Boolean)
+#: Converted values a ``_Kept`` holds at most: a refresh of a simulated
+#: fleet reads a few distinct stamps, of real nodes one per node.
+_KEPT = 4096
+
+
+class _Each:
+    """A column's values converted one by one, None left as it is."""
+
+    def __init__(self, process: Callable[[Any], Any]):
+        self._process = process
+
+    def column(self, values: tuple) -> list:
+        process = self._process
+        return [value if value is None else process(value)
+                for value in values]
+
+
+class _Kept(dict):
+    """Columns' values converted once per distinct value: the results by
+    the value read (None read as None), at most ``_KEPT`` of them."""
+
+    def __init__(self, process: Callable[[Any], Any]):
+        super().__init__({None: None})
+        self._process = process
+
+    def __missing__(self, value: Any) -> Any:
+        if value is None:  # cleared by another thread meanwhile
+            return None
+        converted = self[value] = self._process(value)
+        return converted
+
+    def column(self, values: tuple) -> list:
+        if len(self) > _KEPT:
+            self.clear()
+            self[None] = None
+        return list(map(self.__getitem__, values))
+
+
+def _converted(rows: list[tuple],
+               conversions: list[tuple[int, Callable[[tuple], list]]]
+               ) -> Iterator[tuple]:
+    """``rows`` with their converted columns' values converted: column by
+    column, so that the columns without a conversion cost nothing."""
+    columns: list = list(zip(*rows, strict=True))
+    for index, convert in conversions:
+        columns[index] = convert(columns[index])
+    # An iterator: zip reuses its tuple for a row that ``shape`` copies.
+    return zip(*columns, strict=True)

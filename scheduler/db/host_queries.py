@@ -3,6 +3,7 @@ the statements it runs, built once (building one costs more than running
 it on a small result)."""
 
 import datetime
+import functools
 import threading
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -114,6 +115,9 @@ class Scan(NamedTuple):
 
 
 _FIELDS = len(NodeRow._fields)
+#: ``NodeRow._make`` without its Python frame (and its length check: the
+#: statement selects the fields): one call per changed row.
+_as_node = functools.partial(tuple.__new__, NodeRow)
 _scans: dict[tuple[int, ...], tuple[Sequence, DriverStatement]] = {}
 _scans_lock = threading.Lock()
 
@@ -139,7 +143,7 @@ def _scan_statement(probes: Sequence[sa.ScalarSelect]) -> DriverStatement:
                               NODES.c.changed_at > sa.bindparam("after")))
         else:
             query = NODES_AFTER
-        statement = DriverStatement(query)
+        statement = DriverStatement(query, None if probes else _as_node)
         _scans[key] = (tuple(probes), statement)
         return statement
 
@@ -150,7 +154,7 @@ def scan_after(connection: sa.Connection, after: datetime.datetime,
     queries ``probes``, in one round trip."""
     rows = _scan_statement(probes).rows(connection, {"after": after})
     if not probes:
-        return Scan(list(map(NodeRow._make, rows)), ())
-    return Scan([NodeRow._make(row[:_FIELDS]) for row in rows
+        return Scan(rows, ())
+    return Scan([_as_node(row[:_FIELDS]) for row in rows
                  if row[0] is not None],
                 tuple(rows[0][_FIELDS:]) if rows else (None,) * len(probes))

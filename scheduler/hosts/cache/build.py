@@ -21,21 +21,32 @@ class Entry(NamedTuple):
     source: tuple
 
 
-_METRICS = NodeRow._fields.index("metrics")
-
-
 _new_tuple = tuple.__new__
+
+
+def new_entry(fields: tuple[HostState, decode.Decoded, tuple]) -> Entry:
+    """``Entry(*fields)`` without the Python-level ``__new__`` of a named
+    tuple: one is made per changed row."""
+    return _new_tuple(Entry, fields)
+
+
+_METRICS = NodeRow._fields.index("metrics")
 #: The columns after the metrics that a report leaves as they were.
 _DISABLED = slice(NodeRow._fields.index("disabled"),
                   NodeRow._fields.index("disabled_reason") + 1)
 
 
-def kept_row(row: NodeRow) -> NodeRow:
+def kept_row(row: NodeRow,
+             metrics_key: tuple[int, int] | None = None) -> NodeRow:
     """``row`` as the cache keeps it: its metrics text as
-    ``decode.metrics_key`` (the decoding holds what was read from it)."""
-    return _new_tuple(NodeRow, (*row[:_METRICS],
-                                decode.metrics_key(row.metrics),
-                                *row[_METRICS + 1:]))
+    ``decode.metrics_key`` (the decoding holds what was read from it);
+    ``metrics_key``: that key when already worked out (a decoding's)."""
+    # A list patched in place: a third cheaper than joining slices, and
+    # one is kept per changed row.
+    fields = list(row)
+    fields[_METRICS] = (decode.metrics_key(row.metrics)
+                        if metrics_key is None else metrics_key)
+    return _new_tuple(NodeRow, fields)
 
 
 def reported_state(row: NodeRow, decoded: decode.Decoded,
@@ -54,7 +65,7 @@ def reported_state(row: NodeRow, decoded: decode.Decoded,
             or row[_DISABLED] != held[_DISABLED]):
         return None
     reported = row.metrics_updated_at
-    fields = dict(previous.state.__dict__)
+    fields = previous.state.__dict__.copy()
     (fields["claims_pending"], fields["vcpus_pending"],
      fields["memory_mb_pending"]) = _pending(claims, reported)
     fields["cpu_info"] = decoded.cpu_info

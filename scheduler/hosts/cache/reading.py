@@ -5,6 +5,7 @@ every query succeeded (``scheduler.hosts.cache.manager``)."""
 
 import dataclasses
 import datetime
+import itertools
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.build import claims_by_node
 from scheduler.hosts.cache.build import kept_row
+from scheduler.hosts.cache.build import new_entry
 from scheduler.hosts.cache.build import reported_state
 from scheduler.hosts.expected_load import pending_cpu_fraction
 from scheduler.hosts.table import epoch
@@ -82,8 +84,6 @@ class RefreshReads:
         """One refresh's reads, not yet applied; ``with_probes``: read the
         refresh probes on its connection; ``pace``: see ``reload()``."""
         opts = self.conf.filter_scheduler
-        ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
-                  opts.disk_allocation_ratio)
         # No pre-ping round trip on every request: a pooled connection
         # the database dropped fails the first statement instead, and the
         # refresh runs once more on a fresh one.
@@ -99,11 +99,10 @@ class RefreshReads:
                 with engine.connect() as connection:
                     probes = list(self.refresh_probes) if with_probes else []
                     if full:
-                        changes = self._read_all(connection, ratios, pace)
+                        changes = self._read_all(connection, pace)
                     else:
                         changes = self._read_changed(
-                            connection, now, opts.refresh_overlap, ratios,
-                            probes)
+                            connection, now, opts.refresh_overlap, probes)
                     # What the scan did not read (probes is left with
                     # those), each probe reads on its own.
                     for probe in probes:
@@ -117,7 +116,6 @@ class RefreshReads:
         raise AssertionError("unreachable")
 
     def _read_all(self, connection: sa.Connection,
-                  ratios: tuple[float, float, float],
                   pace: Callable[[], None] | None = None) -> Changes:
         if pace is None:
             rows = host_queries.fetch(connection, host_queries.ALL_NODES,
@@ -130,7 +128,7 @@ class RefreshReads:
             allocations = host_queries.fetch_paced(
                 connection, host_queries.ALL_ALLOCATIONS, AllocationRow,
                 pace)
-        entries, decoded = self._build_entries(rows, allocations, ratios,
+        entries, decoded = self._build_entries(rows, allocations,
                                                reuse=True, pace=pace)
         return Changes(
             full=True, entries=entries, gone=set(),
@@ -139,8 +137,8 @@ class RefreshReads:
             rows_decoded=decoded, allocations_read=len(allocations))
 
     def _read_changed(self, connection: sa.Connection, now: float,
-                      overlap: int, ratios: tuple[float, float, float],
-                      probes: list[RefreshProbe]) -> Changes:
+                      overlap: int, probes: list[RefreshProbe]
+                      ) -> Changes:
         """The rows changed since the watermark; the ``probes`` whose
         value the scan read are observed and removed from the list."""
         watermark = self._watermark
@@ -158,47 +156,45 @@ class RefreshReads:
             for probe, value in zip(folded, probed, strict=True):
                 probes.remove(probe)
                 probe.observed(connection, value)
-            keys = [KeyRow(row.id, row.changed_at, row.generation)
-                    for row in newer]
-            keys.extend(self._late_keys(connection, now, overlap,
-                                        {row.id for row in newer}))
-        stale = [key.id for key in keys if self._is_stale(key)]
-        wanted = set(stale)
-        rows = [row for row in newer if row.id in wanted]
+            keys = self._late_keys(connection, now, overlap, newer)
+        # A scanned row is its own change key: no key built per row.
+        is_stale = self._is_stale
+        rows = [row for row in newer if is_stale(row)]
+        late = [key.id for key in keys if is_stale(key)]
+        stale = [row.id for row in rows]
+        stale.extend(late)
         # Only rows that changed are read with their (large) JSON columns.
-        unread = sorted(wanted - {row.id for row in rows})
-        allocations: list[AllocationRow] = []
-        for chunk in tables.chunks(unread):
+        for chunk in tables.chunks(sorted(late)):
             rows.extend(host_queries.fetch(
                 connection, host_queries.NODES_BY_ID, NodeRow,
                 ids=list(chunk)))
         kept_claims = self._claims_as_cached(rows)
         claimed = [node_id for node_id in stale
                    if node_id not in kept_claims]
+        allocations: list[AllocationRow] = []
         for chunk in tables.chunks(claimed):
             allocations.extend(host_queries.fetch(
                 connection, host_queries.ALLOCATIONS_BY_NODE, AllocationRow,
                 ids=list(chunk)))
-        entries, decoded = self._build_entries(rows, allocations, ratios,
+        entries, decoded = self._build_entries(rows, allocations,
                                                reuse=False,
                                                kept_claims=kept_claims)
-        newest = max((key.changed_at for key in keys), default=None)
-        if rows:
-            newest = max(newest, max(row.changed_at for row in rows))
         return Changes(
             full=False, entries=entries,
             # Seen by the scan, gone when read: deleted in between.
-            gone=wanted - entries.keys(), newest=newest,
-            rows_read=len(keys), rows_fetched=len(rows),
+            gone=set(late) - entries.keys(),
+            newest=max((row.changed_at for row in itertools.chain(
+                newer, keys, rows)), default=None),
+            rows_read=len(newer) + len(keys), rows_fetched=len(rows),
             rows_decoded=decoded, allocations_read=len(allocations))
 
     def _late_keys(self, connection: sa.Connection, now: float,
-                   overlap: int, seen: set[int]) -> list[KeyRow]:
+                   overlap: int, newer: Sequence[NodeRow]) -> list[KeyRow]:
         """The change keys of the overlap window up to the watermark
         (changes committed late, or by a writer whose clock lags), but
         only when that window's row count or generation sum differs from
         the cache's, and at most once per ``WINDOW_CHECK_INTERVAL``
-        seconds. ``seen``: the rows already read, stamped after the
+        seconds. ``newer``: the rows already read, stamped after the
         watermark.
 
         Every writer bumps ``generation``, so a late change moves the
@@ -214,6 +210,7 @@ class RefreshReads:
             return []
         self._window_checked = now
         watermark = self._watermark
+        seen = {row.id for row in newer}
         since = watermark - datetime.timedelta(seconds=overlap)
         count, generations = connection.execute(
             host_queries.WINDOW_PROBE,
@@ -273,18 +270,22 @@ class RefreshReads:
                 kept[row.id] = entry.source[1]
         return kept
 
-    def _is_stale(self, key: KeyRow) -> bool:
+    def _is_stale(self, key: KeyRow | NodeRow) -> bool:
+        """Whether the cache lacks the node of ``key`` (a change key, or
+        a row read whole: its own key) or holds an older version."""
         entry = self._entries.get(key.id)
         return (entry is None or entry.state.changed_at != key.changed_at
                 or entry.state.generation != key.generation)
 
     def _build_entries(self, rows: Sequence[NodeRow],
                        allocations: Sequence[AllocationRow],
-                       ratios: tuple[float, float, float], reuse: bool,
+                       reuse: bool,
                        pace: Callable[[], None] | None = None,
                        kept_claims: Mapping[
                            int, Sequence[AllocationRow]] | None = None
                        ) -> tuple[dict[int, Entry], int]:
+        if not rows:  # most refreshes of a small fleet: no option read
+            return {}, 0
         by_node: dict[int, Sequence[AllocationRow]] = {
             **claims_by_node(allocations), **(kept_claims or {})}
         entries = {}
@@ -293,47 +294,54 @@ class RefreshReads:
         # lookup costs about a microsecond, a report some tens.
         windows = (self.conf.metrics.history_window,
                    self.conf.metrics.instance_history_window)
+        opts = self.conf.filter_scheduler
+        ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
+                  opts.disk_allocation_ratio)
         pending_fraction = pending_cpu_fraction(self.conf)
+        cached = self._entries.get
+        slice_rows = host_queries.PACE_ROWS
         for index, row in enumerate(rows):
-            slice_rows = host_queries.PACE_ROWS
             if pace is not None and index % slice_rows == slice_rows - 1:
                 pace()
-            claims = by_node.get(row.id, ())
-            source = (kept_row(row), tuple(claims), ratios)
-            previous = self._entries.get(row.id)
-            old = previous if reuse else None
-            if old is not None and old.source == source:
-                # Unchanged: the same object, so that the host table
-                # keeps its columns.
-                entries[row.id] = old
-                continue
-            decoded = self._reusable(old, row)
+            node_id = row.id
+            claims = tuple(by_node.get(node_id, ()))
+            previous = cached(node_id)
+            decoded = source = None
+            if reuse and previous is not None:
+                source = (kept_row(row), claims, ratios)
+                if previous.source == source:
+                    # Unchanged: the same object, so that the host table
+                    # keeps its columns.
+                    entries[node_id] = previous
+                    continue
+                decoded = self._reusable(previous, source[0])
             if decoded is None:
                 decoded = decode.decode(
                     row, previous and previous.decoded, *windows)
                 decoded_rows += 1
+            if source is None:  # the decoding's key: not hashed again
+                source = (kept_row(row, decoded.text[0]), claims, ratios)
             same_claims = (previous.state if kept_claims and previous
-                           and row.id in kept_claims else None)
+                           and node_id in kept_claims else None)
             state = same_claims and reported_state(
                 row, decoded, previous, ratios, pending_fraction)
-            entries[row.id] = Entry(
+            entries[node_id] = new_entry((
                 state or build_state(row, claims, decoded, ratios,
                                      same_claims, pending_fraction),
-                decoded, source)
+                decoded, source))
         return entries, decoded_rows
 
     @staticmethod
-    def _reusable(entry: Entry | None,
-                  row: NodeRow) -> decode.Decoded | None:
+    def _reusable(entry: Entry, kept: NodeRow) -> decode.Decoded | None:
         """The cached decoding of a row whose JSON columns did not
-        change, on a full load.
+        change, on a full load; ``kept``: the row as ``kept_row`` keeps
+        it (its metrics as their ``metrics_key``).
 
         The columns are compared (the metrics by ``metrics_key``), not
         the change key: a full load is the safety net for a writer that
         changed a row without moving its key.
         """
-        if entry is None or entry.decoded.text != (
-                decode.metrics_key(row.metrics), row.cpu_info,
-                row.networks):
+        if entry.decoded.text != (kept.metrics, kept.cpu_info,
+                                  kept.networks):
             return None
         return entry.decoded

@@ -7,6 +7,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from scheduler.db import driver
 from scheduler.db import host_queries
 from scheduler.db import policy_sql
 from scheduler.db.driver import DriverStatement
@@ -33,6 +34,31 @@ def test_rows_are_converted_as_sqlalchemy_converts_them(engine):
     assert got[0][host_queries.NodeRow._fields.index("disabled")] is True
     changed_at = got[0][host_queries.NodeRow._fields.index("changed_at")]
     assert isinstance(changed_at, datetime.datetime)
+
+
+def test_kept_conversions_follow_the_values_read(engine, monkeypatch):
+    # Stamps shared by rows, then moved, past what a column keeps (two
+    # here): every read converts as SQLAlchemy does, none is stale.
+    monkeypatch.setattr(driver, "_KEPT", 2)
+    start = datetime.datetime(2026, 1, 1, 0, 0, 0, 5)
+    nodes = [add_node(engine, f"n{number}", changed_at=start,
+                      disabled=number % 2 == 0,
+                      reported=None if number == 3 else start)
+             for number in range(4)]
+    statement = DriverStatement(ROW.order_by(NODES.c.id))
+    query = ROW.order_by(NODES.c.id)
+    with engine.connect() as connection:
+        for moved in range(6):
+            with engine.begin() as writing:
+                writing.execute(NODES.update().where(
+                    NODES.c.id == nodes[moved % 4]).values(
+                        changed_at=start + moved * datetime.timedelta(
+                            microseconds=1),
+                        disabled=moved % 2 == 1))
+            got = statement.rows(connection, {})
+            assert got == [tuple(row) for row in connection.execute(query)]
+    changed = host_queries.NodeRow._fields.index("changed_at")
+    assert [row[changed].microsecond for row in got] == [9, 10, 7, 8]
 
 
 def test_parameters_are_converted_and_literals_kept(engine):
