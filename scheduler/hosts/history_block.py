@@ -59,71 +59,54 @@ def layout_of(names: tuple[str, ...]) -> Layout | None:
     return found
 
 
-def _first_start(block: array, width: int, when: float,
-                 window: float) -> int:
-    """The first row the first metric keeps once a report at ``when``
-    is added (``MetricHistory.appended_readings``'s search)."""
-    cutoff = when - window
-    if block[0] > cutoff:
-        return 0
-    if len(block) > width and cutoff < block[width]:
-        return 1
-    return bisect.bisect_right(memoryview(block)[0::width], cutoff)
-
-
-def _trims_agree(block: array, width: int, start: int,
-                 times: Sequence[float], window: float) -> bool:
-    """Whether every metric's reading advances past what it holds and
-    keeps the rows from ``start`` on, as its own window and
-    ``MAX_REPORTS`` would have it."""
-    size = len(block)
-    rows = size // width
-    newest = size - width
-    # The first row kept must be within each metric's window, and the
-    # last one dropped out of it unless the cap dropped it. Negated
-    # tests: a NaN compares false and so disagrees, leaving the report
-    # to the per-metric arrays.
-    kept = start * width if start < rows else -1
-    dropped = (start - 1) * width if start > rows + 1 - MAX_REPORTS \
-        and start > 0 else -1
-    for offset, when in zip(range(0, width, RECORD), times, strict=True):
-        cutoff = when - window
-        if (when <= block[newest + offset]
-                or (kept >= 0 and not block[kept + offset] > cutoff)
-                or (dropped >= 0 and not block[dropped + offset] <= cutoff)):
-            return False
-    return True
-
-
 def appended_row(block: array, width: int, times: Sequence[float],
                  values: Sequence[float], window: float) -> array | None:
     """``block`` with a report added as a row, its oldest rows dropped;
     None when the metrics would not keep the same number of records (a
     time not advancing, different trims)."""
-    start = max(_first_start(block, width, times[0], window),
-                len(block) // width + 1 - MAX_REPORTS)
-    if not _trims_agree(block, width, start, times, window):
-        return None
-    row: list[float] = []
-    if start * width < len(block):
-        newest = len(block) - width
-        for index, when, value in zip(range(newest, len(block), RECORD),
-                                      times, values, strict=True):
-            row += (when, value, block[index + 2] + value,
-                    block[index + 3] + value * value)
+    size = len(block)
+    # The first metric's first kept record (its index in the block), as
+    # ``appended_readings`` finds it: the two common cases first.
+    cutoff = times[0] - window
+    if block[0] > cutoff:
+        start = 0
+    elif size > width and cutoff < block[width]:
+        start = width
     else:
-        # All dropped: the sums start again, from zero (0.0 + value: a
-        # running sum from zero gives -0.0 as 0.0).
-        for when, value in zip(times, values, strict=True):
-            row += (when, value, 0.0 + value, value * value)
+        start = width * bisect.bisect_right(memoryview(block)[0::width],
+                                            cutoff)
+    # Every metric must keep the rows from ``start`` on: the first one
+    # within its own window, the one before out of it, unless the cap
+    # dropped that one (a history at MAX_REPORTS drops one more).
+    dropped = start - width
+    capped = size + width - width * MAX_REPORTS
+    if start <= capped:
+        start, dropped = capped, -1
+    newest = size - width
+    ahead, behind = newest - start, newest - dropped
+    row: list[float] = []
+    # Negated tests: a NaN compares false and so disagrees, leaving the
+    # report to the per-metric arrays.
+    for index, when, value in zip(range(newest, size, RECORD), times,
+                                  values, strict=True):
+        cutoff = when - window
+        if (when <= block[index]
+                or (start < size and not block[index - ahead] > cutoff)
+                or (dropped >= 0 and not block[index - behind] <= cutoff)):
+            return None
+        row += (when, value, block[index + 2] + value,
+                block[index + 3] + value * value)
+    if start == size:
+        # All dropped: the sums start again.
+        return first_row(times, values)
     # Concatenated, not extended: the result is allocated at its size
     # (extending over-allocates by 1/16th, kept for the history's life).
-    kept = block[start * width:] if start else block
-    return kept + array("d", row)
+    return (block[start:] if start else block) + array("d", row)
 
 
 def first_row(times: Sequence[float], values: Sequence[float]) -> array:
-    """The block of a history's first report."""
+    """The block of a history's first report (0.0 + value: a running sum
+    from zero gives -0.0 as 0.0)."""
     row: list[float] = []
     for when, value in zip(times, values, strict=True):
         row += (when, value, 0.0 + value, value * value)
