@@ -5,10 +5,14 @@ The host cache appends a node's metrics when a decoded report carries a
 newer timestamp for them (``appended``), and hands the result to the
 node's next ``HostState`` as ``metric_history``. A history is never
 changed, only replaced: host states built from older reports keep
-theirs. Each metric's reports are one ``array('d')`` of records of
-four: timestamp (seconds since 1970), value, and the running sum and
-sum of squares of the values: 32 bytes per report and metric plus about
-250 bytes per metric (docs/operator-guide.md, "Load-aware weighing").
+theirs. Each metric's reports are records of four doubles: timestamp
+(seconds since 1970), value, and the running sum and sum of squares of
+the values: 32 bytes per report and metric. Appended through
+``appended_report`` (the host cache's reports), all metrics' records
+are one block of rows, one array per node (``history_block``); else,
+and while the metrics hold different numbers of reports, one array per
+metric, about 250 bytes more per metric (docs/operator-guide.md,
+"Load-aware weighing").
 """
 
 import bisect
