@@ -113,15 +113,11 @@ def first_row(times: Sequence[float], values: Sequence[float]) -> array:
     return array("d", row)
 
 
-def packed(layout: Layout, series: Mapping[str, array]) -> array | None:
-    """Per-metric ``series`` (one array of records each) of the metrics
-    of ``layout`` as a block; None when they hold different numbers of
-    reports."""
-    held = [series[name] for name in layout.names]
-    if len(set(map(len, held))) != 1:
-        return None
-    columns = [np.frombuffer(records, dtype=float).reshape(-1, RECORD)
-               for records in held]
+def packed(layout: Layout, series: Mapping[str, array]) -> array:
+    """Per-metric ``series`` (one array of records each, as many of them
+    each) of the metrics of ``layout`` as a block."""
+    columns = [np.frombuffer(series[name], dtype=float).reshape(-1, RECORD)
+               for name in layout.names]
     return array("d", np.stack(columns, axis=1).tobytes())
 
 
