@@ -5,10 +5,14 @@ The host cache appends a node's metrics when a decoded report carries a
 newer timestamp for them (``appended``), and hands the result to the
 node's next ``HostState`` as ``metric_history``. A history is never
 changed, only replaced: host states built from older reports keep
-theirs. Each metric's reports are one ``array('d')`` of records of
-four: timestamp (seconds since 1970), value, and the running sum and
-sum of squares of the values: 32 bytes per report and metric plus about
-250 bytes per metric (docs/operator-guide.md, "Load-aware weighing").
+theirs. Each metric's reports are records of four doubles: timestamp
+(seconds since 1970), value, and the running sum and sum of squares of
+the values: 32 bytes per report and metric. Appended through
+``appended_report`` (the host cache's reports), all metrics' records
+are one block of rows, one array per node (``history_block``); else,
+and while the metrics hold different numbers of reports, one array per
+metric, about 250 bytes more per metric (docs/operator-guide.md,
+"Load-aware weighing").
 """
 
 import bisect
@@ -22,17 +26,15 @@ from typing import Protocol
 import numpy as np
 
 from scheduler.conf import metric_stat
+from scheduler.hosts import history_block
+from scheduler.hosts.history_block import MAX_REPORTS
 from scheduler.hosts.table import epoch
 
-#: Reports held per metric whatever the window: a node reporting every
-#: second must not hold 3,600 per hour of window.
-MAX_REPORTS = 720
-
 #: Doubles per held report: time, value, running sum, running sum of
-#: squares. One array per metric rather than one of (time, value) pairs
-#: and one of sums: the cache holds 20 metrics of every host, and an
-#: array object and its dict entry cost more than a report's values.
-_RECORD = 4
+#: squares; in one array per metric rather than one of (time, value)
+#: pairs and one of sums: the cache holds 20 metrics of every host, and
+#: an array object and its dict entry cost more than a report's values.
+_RECORD = history_block.RECORD
 
 
 class _Reading(Protocol):
@@ -63,46 +65,90 @@ def _statistic(stat: str, values: Sequence[float]) -> float:
     return values[-1]
 
 
-def _start(records: array, after: float) -> int:
-    """The index in ``records`` (``_RECORD`` doubles a report, its time
-    first) of the first report newer than ``after``."""
+def _start(records: array, offset: int, stride: int, after: float) -> int:
+    """The first report newer than ``after`` (its number) of the metric
+    whose records are ``offset`` into every ``stride`` doubles of
+    ``records`` (its time first)."""
     # Most often all held reports are: a history's window is mostly the
     # one it is asked about.
-    if records[0] > after:
+    if records[offset] > after:
         return 0
-    return _RECORD * bisect.bisect_right(
-        memoryview(records)[0::_RECORD], after)
+    return bisect.bisect_right(memoryview(records)[offset::stride], after)
 
 
-def _window_start(records: array, window: float) -> int:
-    """The index of the first report within ``window`` seconds of the
-    newest, which is always in (however small the window)."""
-    return min(_start(records, records[-_RECORD] - window),
-               len(records) - _RECORD)
+def _window_start(records: array, offset: int, stride: int,
+                  window: float) -> int:
+    """The first report within ``window`` seconds of the newest, which
+    is always in (however small the window)."""
+    newest = len(records) - stride
+    return min(_start(records, offset, stride,
+                      records[newest + offset] - window),
+               newest // stride)
+
+
+def _moments(records: array, offset: int, stride: int,
+             window: float) -> tuple[float, float]:
+    """Mean and stddev of a metric's reports over ``window`` (located
+    as for ``_start``), by running sums."""
+    start = _window_start(records, offset, stride, window) * stride + offset
+    newest = len(records) - stride + offset
+    count = (newest - start) // stride + 1
+    first = records[start + 1]
+    # The sums before the window: the running sums at its first report,
+    # without that report.
+    total = records[newest + 2] - (records[start + 2] - first)
+    squares = records[newest + 3] - (records[start + 3] - first * first)
+    mean = total / count
+    return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
 
 
 class MetricHistory:
     """The held reports of one node's metrics, by metric name."""
 
-    __slots__ = ("_series", "_memo")
+    __slots__ = ("_series", "_layout", "_block", "_memo")
 
-    def __init__(self, series: dict[str, array] | None = None):
+    def __init__(self, series: dict[str, array] | None = None,
+                 layout: history_block.Layout | None = None,
+                 block: array | None = None):
         # One array of records per metric (``_RECORD`` doubles: time,
         # value, running sum and sum of squares), taken over, not copied:
         # only ``appended_readings`` builds them; plugins start from
         # ``EMPTY`` and append, never construct one. The running sums
         # give a window's mean and stddev in constant time: an instance
         # history of 6 h holds 360 reports, and each report of a node
-        # asks them for every instance on it.
-        self._series: dict[str, array] = {} if series is None else series
+        # asks them for every instance on it. Or, from
+        # ``appended_report``, the same records as one ``block`` of rows
+        # of the metrics of ``layout`` (``history_block``).
+        # (No dict of series for a block: 64 bytes a host.)
+        self._series: dict[str, array] | None = (
+            {} if series is None and block is None else series)
+        self._layout = layout
+        self._block = block
         # Statistics by (metric, stat, window): every host version is
         # asked for the same few, by several requests. A race computes
         # one twice, harmlessly. ("moments" holds a (mean, stddev) pair.)
         self._memo: dict[tuple[str, str, float],
                          float | tuple[float, float] | None] | None = None
 
+    def _located(self, name: str) -> tuple[array, int, int] | None:
+        """Where the records of ``name`` are: every ``stride`` doubles
+        from ``offset`` of an array; None when none is held."""
+        layout = self._layout
+        if layout is None:
+            records = self._series.get(name)
+            return None if records is None else (records, 0, _RECORD)
+        offset = layout.offsets.get(name)
+        return None if offset is None else (self._block, offset,
+                                            layout.width)
+
+    def _column(self, name: str, column: int) -> array:
+        """Times (column 0) or values (1) of a held metric."""
+        records, offset, stride = self._located(name)
+        return records[offset + column::stride]
+
     def __len__(self) -> int:
-        return len(self._series)
+        layout = self._layout
+        return len(self._series if layout is None else layout.names)
 
     def __eq__(self, other: object) -> bool:
         # By value: a refresh rebuilding a state from the same reports
@@ -111,31 +157,34 @@ class MetricHistory:
             return NotImplemented
         # Times and values only: the running sums of the same reports
         # differ by where the history began.
-        mine, theirs = self._series, other._series
-        return mine.keys() == theirs.keys() and all(
-            mine[name][column::_RECORD] == theirs[name][column::_RECORD]
-            for name in mine for column in (0, 1))
+        names = self.names()
+        return names == other.names() and all(
+            self._column(name, column) == other._column(name, column)
+            for name in names for column in (0, 1))
 
     def __hash__(self) -> int:
-        return hash(tuple((name, len(records)) for name, records in
-                          sorted(self._series.items())))
+        return hash(tuple((name, _RECORD * self.reports(name))
+                          for name in self.names()))
 
     def names(self) -> list[str]:
-        return sorted(self._series)
+        layout = self._layout
+        return sorted(self._series if layout is None else layout.names)
 
     def reports(self, name: str) -> int:
         """How many reports of ``name`` are held."""
-        return len(self._series.get(name, ())) // _RECORD
+        found = self._located(name)
+        return 0 if found is None else len(found[0]) // found[2]
 
     def series(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(timestamps as ``table.epoch()`` seconds, values), oldest
         first, as read-only arrays; None when nothing is held."""
-        found = self._series.get(name)
+        found = self._located(name)
         if found is None:
             return None
-        records = np.frombuffer(found, dtype=float)
+        held, offset, stride = found
+        records = np.frombuffer(held, dtype=float)
         records.flags.writeable = False
-        return records[0::_RECORD], records[1::_RECORD]
+        return records[offset::stride], records[offset + 1::stride]
 
     def statistic(self, name: str, stat: str,
                   window: float) -> float | None:
@@ -152,9 +201,14 @@ class MetricHistory:
             found = self.moments(name, window)
             value = None if found is None else found[stat != "mean"]
         else:
-            records = self._series.get(name)
-            value = None if records is None else _statistic(
-                stat, records[_window_start(records, window) + 1::_RECORD])
+            found = self._located(name)
+            if found is None:
+                value = None
+            else:
+                records, offset, stride = found
+                start = _window_start(records, offset, stride, window)
+                value = _statistic(stat, records[
+                    start * stride + offset + 1::stride])
         memo[key] = value
         return value
 
@@ -169,24 +223,19 @@ class MetricHistory:
             memo = self._memo = {}
         elif key in memo:
             return memo[key]
-        records = self._series.get(name)
-        found = (None if records is None
-                 else self._moments(name, _window_start(records, window)))
-        memo[key] = found
-        return found
-
-    def _moments(self, name: str, start: int) -> tuple[float, float]:
-        """Mean and stddev of the reports of ``name`` from the one at
-        ``start`` (its index in the records), by running sums."""
-        records = self._series[name]
-        count = (len(records) - start) // _RECORD
-        first = records[start + 1]
-        # The sums before the window: the running sums at its first
-        # report, without that report.
-        total = records[-2] - (records[start + 2] - first)
-        squares = records[-1] - (records[start + 3] - first * first)
-        mean = total / count
-        return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
+        # Located inline, not by ``_located``: asked of every instance
+        # and host version, where a call and a tuple are a tenth.
+        layout = self._layout
+        if layout is None:
+            records = self._series.get(name)
+            result = (None if records is None
+                      else _moments(records, 0, _RECORD, window))
+        else:
+            offset = layout.offsets.get(name)
+            result = (None if offset is None else
+                      _moments(self._block, offset, layout.width, window))
+        memo[key] = result
+        return result
 
     def appended(self, metrics: Mapping[str, _Reading],
                  window: float) -> "MetricHistory":
@@ -211,10 +260,38 @@ class MetricHistory:
         """``appended_readings`` of one report given as columns: the
         metric ``names`` (one tuple object for every report of the same
         metrics, in the same order), each one's time (epoch seconds) and
-        value, at the same positions."""
-        return self.appended_readings(
+        value, at the same positions. Held as one block of rows
+        (``history_block``) while every metric gains a report and keeps
+        as many as the others; else as ``appended_readings`` holds them,
+        until they keep as many again."""
+        layout = self._layout
+        if len(times) == len(values) == len(names):
+            if layout is not None and (names is layout.names
+                                       or names == layout.names):
+                block = history_block.appended_row(
+                    self._block, layout.width, times, values, window)
+                if block is not None:
+                    return MetricHistory(None, layout, block)
+            elif layout is None and not self._series:
+                layout = history_block.layout_of(names)
+                if layout is not None:
+                    return MetricHistory(None, layout, history_block.
+                                         first_row(times, values))
+        held = self.appended_readings(
             dict(zip(names, zip(times, values, strict=True), strict=True)),
             window)
+        return held._packed(names)
+
+    def _packed(self, names: tuple[str, ...]) -> "MetricHistory":
+        """This history (of per-metric arrays) as a block of the layout
+        of ``names`` when its metrics hold as many reports each."""
+        series = self._series
+        if len(set(map(len, series.values()))) == 1:
+            layout = history_block.layout_of(names)
+            if layout is not None:
+                return MetricHistory(None, layout,
+                                     history_block.packed(layout, series))
+        return self
 
     def appended_readings(self, readings: Mapping[str, tuple[float, float]],
                           window: float) -> "MetricHistory":
@@ -222,7 +299,8 @@ class MetricHistory:
         by name: the host cache reads instance entries straight into
         that form, 20 or more of them a report."""
         series: dict[str, array] = {}
-        held_series = self._series
+        held_series = (self._series if self._layout is None else
+                       history_block.unpacked(self._layout, self._block))
         # A history at MAX_REPORTS drops one more report than the window.
         full = _RECORD * MAX_REPORTS
         for name, (when, value) in readings.items():
@@ -243,7 +321,7 @@ class MetricHistory:
             elif len(held) > _RECORD and cutoff < held[_RECORD]:
                 start = _RECORD
             else:
-                start = _start(held, cutoff)
+                start = _RECORD * _start(held, 0, _RECORD, cutoff)
             if len(held) - start >= full:
                 start = len(held) + _RECORD - full
             records = held[start:]
@@ -259,6 +337,8 @@ class MetricHistory:
 
     def nbytes(self) -> int:
         """Bytes the held values take (not counting Python overhead)."""
+        if self._layout is not None:
+            return self._block.itemsize * len(self._block)
         return sum(records.itemsize * len(records)
                    for records in self._series.values())
 

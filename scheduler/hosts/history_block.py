@@ -1,0 +1,129 @@
+"""A node's report history as one block: the records of all its metrics
+side by side, one row per report (``[metrics] history_window``).
+
+``MetricHistory.appended_report`` keeps a node's reports this way while
+every metric of the report gains a record and drops the same number of
+old ones: appending a report then copies one array and adds one row,
+where a history of one array per metric copies and extends 20 arrays
+(and a dict) per report. A row holds, per metric in the order of its
+``names`` (the layout), the record a per-metric array would hold: time,
+value, running sum and running sum of squares. The i-th row is each
+metric's i-th held report; the metrics' times need not be equal.
+"""
+
+import bisect
+import weakref
+from array import array
+from collections.abc import Mapping
+from collections.abc import Sequence
+
+import numpy as np
+
+#: Reports held per metric whatever the window: a node reporting every
+#: second must not hold 3,600 per hour of window.
+MAX_REPORTS = 720
+
+#: Doubles per held report: time, value, running sum, running sum of
+#: squares.
+RECORD = 4
+
+
+class Layout:
+    """The metric names of a block (the tuple reports are given with)
+    and each one's offset in a row."""
+
+    __slots__ = ("names", "offsets", "width", "__weakref__")
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = names
+        self.offsets = {name: RECORD * index
+                        for index, name in enumerate(names)}
+        self.width = RECORD * len(names)
+
+
+# One layout per tuple of names for all the nodes that report them: a
+# history holds a reference, not its own dict of offsets. Weak: a layout
+# no node reports any longer goes.
+_LAYOUTS: "weakref.WeakValueDictionary[tuple[str, ...], Layout]" = \
+    weakref.WeakValueDictionary()
+
+
+def layout_of(names: tuple[str, ...]) -> Layout | None:
+    """The layout of ``names``; None when they cannot be one (none, or
+    a name twice: a report's readings by name keep the last)."""
+    found = _LAYOUTS.get(names)
+    if found is None:
+        if not names or len(set(names)) != len(names):
+            return None
+        found = _LAYOUTS[names] = Layout(names)
+    return found
+
+
+def appended_row(block: array, width: int, times: Sequence[float],
+                 values: Sequence[float], window: float) -> array | None:
+    """``block`` with a report added as a row, its oldest rows dropped;
+    None when the metrics would not keep the same number of records (a
+    time not advancing, different trims)."""
+    size = len(block)
+    # The first metric's first kept record (its index in the block), as
+    # ``appended_readings`` finds it: the two common cases first.
+    cutoff = times[0] - window
+    if block[0] > cutoff:
+        start = 0
+    elif size > width and cutoff < block[width]:
+        start = width
+    else:
+        start = width * bisect.bisect_right(memoryview(block)[0::width],
+                                            cutoff)
+    # Every metric must keep the rows from ``start`` on: the first one
+    # within its own window, the one before out of it, unless the cap
+    # dropped that one (a history at MAX_REPORTS drops one more).
+    dropped = start - width
+    capped = size + width - width * MAX_REPORTS
+    if start <= capped:
+        start, dropped = capped, -1
+    newest = size - width
+    ahead, behind = newest - start, newest - dropped
+    row: list[float] = []
+    # Negated tests: a NaN compares false and so disagrees, leaving the
+    # report to the per-metric arrays.
+    for index, when, value in zip(range(newest, size, RECORD), times,
+                                  values, strict=True):
+        cutoff = when - window
+        if (when <= block[index]
+                or (start < size and not block[index - ahead] > cutoff)
+                or (dropped >= 0 and not block[index - behind] <= cutoff)):
+            return None
+        row += (when, value, block[index + 2] + value,
+                block[index + 3] + value * value)
+    if start == size:
+        # All dropped: the sums start again.
+        return first_row(times, values)
+    # Concatenated, not extended: the result is allocated at its size
+    # (extending over-allocates by 1/16th, kept for the history's life).
+    return (block[start:] if start else block) + array("d", row)
+
+
+def first_row(times: Sequence[float], values: Sequence[float]) -> array:
+    """The block of a history's first report (0.0 + value: a running sum
+    from zero gives -0.0 as 0.0)."""
+    row: list[float] = []
+    for when, value in zip(times, values, strict=True):
+        row += (when, value, 0.0 + value, value * value)
+    return array("d", row)
+
+
+def packed(layout: Layout, series: Mapping[str, array]) -> array:
+    """Per-metric ``series`` (one array of records each, as many of them
+    each) of the metrics of ``layout`` as a block."""
+    columns = [np.frombuffer(series[name], dtype=float).reshape(-1, RECORD)
+               for name in layout.names]
+    return array("d", np.stack(columns, axis=1).tobytes())
+
+
+def unpacked(layout: Layout, block: array) -> dict[str, array]:
+    """The per-metric arrays of records ``block`` holds."""
+    table = np.frombuffer(block, dtype=float).reshape(
+        -1, len(layout.names), RECORD)
+    return {name: array("d", table[:, index].tobytes())
+            for index, name in enumerate(layout.names)}
