@@ -16,6 +16,7 @@ import datetime
 from array import array
 from collections.abc import ItemsView
 from collections.abc import Iterator
+from collections.abc import KeysView
 from collections.abc import Mapping
 from collections.abc import Sequence
 from collections.abc import ValuesView
@@ -99,7 +100,8 @@ class ReportedMetrics(Mapping[str, Metric]):
     def __iter__(self) -> Iterator[str]:
         return iter(self.layout.names)
 
-    def keys(self):  # noqa: ANN201 (dict_keys, as the dict's)
+    def keys(self) -> KeysView[str]:
+        # The layout's dict's: set operations and == as the dict's keys.
         return self.layout.positions.keys()
 
     def __reversed__(self) -> Iterator[str]:
@@ -139,4 +141,4 @@ class _Items(ItemsView):
 
     def __iter__(self) -> Iterator[tuple[str, Metric]]:
         mapping = self._mapping
-        return zip(mapping.layout.names, mapping._metrics())
+        return zip(mapping.layout.names, mapping._metrics(), strict=True)
