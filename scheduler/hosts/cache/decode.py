@@ -116,7 +116,14 @@ def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
     """The host metrics of a report whose every entry is well formed, or
     None: ``decode_metrics`` then finds and words what is wrong. The
     instance entries, unchecked, go to ``instance_found`` when given (for
-    the instance history; ``_cpu_readings`` checks them).
+    the instance history; ``_cpu_readings`` checks them)."""
+    columns = _columns(text, instance_found)
+    return None if columns is None else columns[0]
+
+
+def _columns(text: str, instance_found: list[_Entry] | None
+             ) -> tuple[reported.ReportedMetrics, array] | None:
+    """``well_formed_metrics`` and the values as floats, for the history.
 
     Every node's report is decoded at every change (one a minute per
     node): msgspec checks the entries' shape while it parses, at half of
@@ -149,7 +156,7 @@ def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
     # The values as reported: an int stays an int.
     return reported.ReportedMetrics(
         layout, tuple(numbers) if int in map(type, numbers) else floats,
-        stamps)
+        stamps), floats
 
 
 def _stamps(texts: list[str]
@@ -317,23 +324,21 @@ def _instance_history(previous: Decoded | None,
     return held.appended_readings(readings, window)
 
 
-def _history(previous: Decoded | None,
-             metrics: Mapping[str, Metric], window: float
+def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
+             floats: array | None, window: float
              ) -> history_mod.MetricHistory:
     """The node's report history with this report's ``metrics`` added: a
-    column at a time when the report was well formed."""
+    column at a time when the report was well formed (``floats``: its
+    values as floats, else None)."""
     held = previous.history if previous is not None else history_mod.EMPTY
-    if type(metrics) is not reported.ReportedMetrics:
+    if floats is None:
         return held.appended(metrics, window)
     names, stamps = metrics.layout.names, metrics.stamps
     if type(stamps) is datetime.datetime:
         times: Sequence[float] = (epoch(stamps),) * len(names)
     else:
         times = [epoch(stamp) for stamp in stamps]
-    numbers = metrics.numbers
-    return held.appended_report(
-        names, times,
-        numbers if type(numbers) is array else array("d", numbers), window)
+    return held.appended_report(names, times, floats, window)
 
 
 def decode(row: NodeRow, previous: Decoded | None = None,
@@ -350,10 +355,11 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     """
     problems: list[str] = []
     in_report: list[_Entry] | None = [] if instance_window > 0 else None
-    metrics: Mapping[str, Metric] | None = well_formed_metrics(
-        row.metrics, in_report)
-    readings = None
-    if metrics is not None:
+    columns = _columns(row.metrics, in_report)
+    metrics: Mapping[str, Metric]
+    readings = floats = None
+    if columns is not None:
+        metrics, floats = columns
         bad_metrics: frozenset[str] = frozenset()
         entries, readings = _well_formed_entries(row.metrics, in_report)
     else:
@@ -381,7 +387,7 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     decoded = Decoded(
         (metrics_key(row.metrics), row.cpu_info, row.networks), metrics,
         bad_metrics, instances, cpu_info, networks, column_problems,
-        _history(previous, metrics, history_window),
+        _history(previous, metrics, floats, history_window),
         _instance_history(previous, instances, readings, instance_window))
     if problems:
         LOG.warning("Compute node %s (host %s, id %s) reports malformed "
