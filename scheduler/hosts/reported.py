@@ -63,23 +63,40 @@ def layout(names: tuple[str, ...], sources: tuple[str | None, ...]
     return found
 
 
+#: The types of reports' values (``kinds``), one tuple per sequence of
+#: them, bounded as _LAYOUTS is.
+_KINDS: dict[tuple[type, ...], tuple[type, ...]] = {}
+
+
+def kinds(numbers: Sequence[float]) -> tuple[type, ...]:
+    """The type of each of ``numbers`` (int or float), as one tuple for
+    every report of the same sequence of types."""
+    found = tuple(map(type, numbers))
+    if len(_KINDS) >= _LAYOUTS_KEPT:
+        _KINDS.clear()
+    return _KINDS.setdefault(found, found)
+
+
 class ReportedMetrics(Mapping[str, Metric]):
-    """The metrics of one report by name: ``numbers`` (the reported ints
-    and floats, or an ``array('d')`` when every value is a float) and
-    ``stamps`` (one datetime for every metric, or one each) at the
+    """The metrics of one report by name: ``numbers`` (the values as an
+    ``array('d')``, or as reported when an int has no exact double),
+    their ``kinds`` (``kinds()``: an int reported is read as an int) and
+    ``stamps`` (one datetime for every metric, or one each), at the
     positions of ``layout.names``."""
 
-    __slots__ = ("layout", "numbers", "stamps")
+    __slots__ = ("layout", "numbers", "kinds", "stamps")
 
     def __init__(self, layout: Layout, numbers: Sequence[float] | array,
+                 kinds: tuple[type, ...],
                  stamps: datetime.datetime | Sequence[datetime.datetime]):
         self.layout = layout
         self.numbers = numbers
+        self.kinds = kinds
         self.stamps = stamps
 
     def _metric(self, index: int) -> Metric:
-        stamps = self.stamps
-        return Metric(self.numbers[index],
+        value, stamps = self.numbers[index], self.stamps
+        return Metric(int(value) if self.kinds[index] is int else value,
                       stamps if type(stamps) is datetime.datetime
                       else stamps[index],
                       self.layout.sources[index])

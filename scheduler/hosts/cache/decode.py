@@ -153,10 +153,11 @@ def _columns(text: str, instance_found: list[_Entry] | None
     stamps = _stamps([entry.timestamp for entry in host])
     if stamps is None:
         return None
-    # The values as reported: an int stays an int.
+    # Doubles, with no object per value, unless an int is past the
+    # doubles' exact ints (int == float compares exactly).
     return reported.ReportedMetrics(
-        layout, tuple(numbers) if int in map(type, numbers) else floats,
-        stamps), floats
+        layout, floats if floats.tolist() == numbers else tuple(numbers),
+        reported.kinds(numbers), stamps), floats
 
 
 def _stamps(texts: list[str]
