@@ -135,32 +135,34 @@ def _columns(text: str, instance_found: list[_Entry] | None
     except (msgspec.DecodeError, TypeError):
         return None
     unset = msgspec.UNSET
-    host = [entry for entry in entries if entry.instance is unset]
+    # One pass over the entries, then the columns (zip in C).
+    host = [(entry.name, entry.source, entry.value, entry.timestamp)
+            for entry in entries if entry.instance is unset]
     if instance_found is not None and len(host) < len(entries):
         instance_found.extend(entry for entry in entries
                               if entry.instance is not unset)
-    layout = reported.layout(tuple([entry.name for entry in host]),
-                             tuple([entry.source for entry in host]))
+    names, sources, numbers, texts = (zip(*host, strict=True) if host
+                                      else ((),) * 4)
+    layout = reported.layout(names, sources)
     if layout is None:
         return None
-    numbers = [entry.value for entry in host]
     try:
         # msgspec refuses floats past the range (JSON has no NaN): only
         # ints can be out of range, and array() refuses them.
         floats = array("d", numbers)
     except OverflowError:
         return None
-    stamps = _stamps([entry.timestamp for entry in host])
+    stamps = _stamps(texts)
     if stamps is None:
         return None
     # Doubles, with no object per value, unless an int is past the
     # doubles' exact ints (int == float compares exactly).
     return reported.ReportedMetrics(
-        layout, floats if floats.tolist() == numbers else tuple(numbers),
+        layout, floats if floats.tolist() == list(numbers) else numbers,
         reported.kinds(numbers), stamps), floats
 
 
-def _stamps(texts: list[str]
+def _stamps(texts: tuple[str, ...]
             ) -> datetime.datetime | tuple[datetime.datetime, ...] | None:
     """The datetimes of a report's timestamp ``texts``: one when they are
     all the same (most reports), or None when one is not a date."""
