@@ -155,11 +155,12 @@ def _columns(text: str, instance_found: list[_Entry] | None
     stamps = _stamps(texts)
     if stamps is None:
         return None
+    kinds = reported.kinds(numbers)
     # Doubles, with no object per value, unless an int is past the
     # doubles' exact ints (int == float compares exactly).
+    exact = int not in kinds or floats.tolist() == list(numbers)
     return reported.ReportedMetrics(
-        layout, floats if floats.tolist() == list(numbers) else numbers,
-        reported.kinds(numbers), stamps), floats
+        layout, floats if exact else numbers, kinds, stamps), floats
 
 
 def _stamps(texts: tuple[str, ...]
