@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from collections.abc import ValuesView
 
+from scheduler.hosts.metric_entries import cached_timestamp
+from scheduler.hosts.metric_entries import recent_stamps
 from scheduler.hosts.state import Metric
 
 
@@ -75,6 +77,22 @@ def kinds(numbers: Sequence[float]) -> tuple[type, ...]:
     if len(_KINDS) >= _LAYOUTS_KEPT:
         _KINDS.clear()
     return _KINDS.setdefault(found, found)
+
+
+def stamps(texts: tuple[str, ...]
+           ) -> datetime.datetime | tuple[datetime.datetime, ...] | None:
+    """The ``ReportedMetrics.stamps`` of a report's timestamp ``texts``:
+    one datetime when they are all the same (most reports), or None when
+    one is not a date."""
+    cache = recent_stamps()
+    if not texts:
+        return ()
+    first = texts[0]
+    if texts.count(first) == len(texts):
+        return cache.get(first) or cached_timestamp(first, cache)
+    found = tuple([cache.get(text) or cached_timestamp(text, cache)
+                   for text in texts])
+    return None if None in found else found
 
 
 class ReportedMetrics(Mapping[str, Metric]):

@@ -152,7 +152,7 @@ def _columns(text: str, instance_found: list[_Entry] | None
         floats = array("d", numbers)
     except OverflowError:
         return None
-    stamps = _stamps(texts)
+    stamps = reported.stamps(texts)
     if stamps is None:
         return None
     kinds = reported.kinds(numbers)
@@ -161,21 +161,6 @@ def _columns(text: str, instance_found: list[_Entry] | None
     exact = int not in kinds or floats.tolist() == list(numbers)
     return reported.ReportedMetrics(
         layout, floats if exact else numbers, kinds, stamps), floats
-
-
-def _stamps(texts: tuple[str, ...]
-            ) -> datetime.datetime | tuple[datetime.datetime, ...] | None:
-    """The datetimes of a report's timestamp ``texts``: one when they are
-    all the same (most reports), or None when one is not a date."""
-    cache = recent_stamps()
-    if not texts:
-        return ()
-    first = texts[0]
-    if texts.count(first) == len(texts):
-        return cache.get(first) or cached_timestamp(first, cache)
-    stamps = tuple([cache.get(text) or cached_timestamp(text, cache)
-                    for text in texts])
-    return None if None in stamps else stamps
 
 
 def decode_metrics(text: str, problems: list[str],

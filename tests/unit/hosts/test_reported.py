@@ -86,3 +86,14 @@ def test_a_layout_is_one_object_per_names_and_sources():
     assert reported.layout(again, ("libvirt", None)) is first
     assert first.sources == ("libvirt", "")
     assert reported.layout(names, ("libvirt", "file")) is not first
+
+
+@pytest.mark.parametrize("texts, want", [
+    ((), ()),
+    (("2026-01-05T12:00:00Z",) * 3, T0),
+    (("2026-01-05T12:00:00Z", "2026-01-05T12:01:00+00:00"), (T0, T1)),
+    (("2026-01-05T12:00:00Z", "yesterday"), None),
+    (("yesterday",) * 2, None),
+])
+def test_a_reports_stamps_are_one_datetime_when_they_agree(texts, want):
+    assert reported.stamps(texts) == want
