@@ -32,8 +32,9 @@ class Layout:
     __slots__ = ("names", "positions", "sources")
 
     def __init__(self, names: tuple[str, ...], sources: tuple[str, ...]):
-        #: One tuple object for every report of this layout (the report
-        #: history tells a layout it holds by it).
+        #: One tuple object for every report of this layout, as the
+        #: report history is given it (``appended_report``), which may
+        #: tell by identity that it holds these names.
         self.names = names
         self.positions = {name: index for index, name in enumerate(names)}
         self.sources = sources
