@@ -75,8 +75,10 @@ class HostState:
     memory_mb_pending: int = 0
     cpu_info: dict = dataclasses.field(default_factory=dict)
     networks: frozenset[str] = frozenset()
-    #: Valid metrics of the last report, by name.
-    metrics: dict[str, Metric] = dataclasses.field(default_factory=dict)
+    #: Valid metrics of the last report, by name. Read-only: the host
+    #: cache's is a view over the report's columns
+    #: (``scheduler.hosts.reported``), any mapping does elsewhere.
+    metrics: Mapping[str, Metric] = dataclasses.field(default_factory=dict)
     #: Names of reported metrics that were malformed (not numbers).
     bad_metrics: frozenset[str] = frozenset()
     #: Valid instance entries of the last report (docs/operator-guide.md),

@@ -2,12 +2,15 @@
 networks) for the host cache: what is malformed is left out and logged,
 and the node is scheduled on for what remains (docs/operator-guide.md)."""
 
+import datetime
 import functools
 import json
 import sys
 import types
+from array import array
 from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -18,6 +21,7 @@ from scheduler.common.abridge import short
 from scheduler.db.host_queries import NodeRow
 from scheduler.hosts import history as history_mod
 from scheduler.hosts import instance_metrics as instance_metrics_mod
+from scheduler.hosts import reported
 from scheduler.hosts.metric_entries import cached_timestamp
 from scheduler.hosts.metric_entries import reading
 from scheduler.hosts.metric_entries import recent_stamps
@@ -36,7 +40,8 @@ class Decoded(NamedTuple):
 
     #: ``(metrics_key(metrics), cpu_info, networks)`` of the row.
     text: tuple[tuple[int, int], str, str]
-    metrics: dict[str, Metric]
+    #: ``reported.ReportedMetrics`` when the report was well formed.
+    metrics: Mapping[str, Metric]
     bad_metrics: frozenset[str]
     instance_metrics: Mapping[str, Mapping[str, Metric]]
     cpu_info: dict
@@ -48,20 +53,6 @@ class Decoded(NamedTuple):
     #: instance.cpu.percent by instance uuid, up to this report
     #: (``[metrics] instance_history_window``; empty when 0).
     instance_history: history_mod.MetricHistory = history_mod.EMPTY
-
-
-#: The metric names and sources reports carry, one copy each (see
-#: ``well_formed_metrics``). Emptied when it grows past _SHARED_KEPT,
-#: unlike ``sys.intern`` (whose strings some builds never free): a node
-#: inventing names cannot grow it without bound.
-_SHARED: dict[str, str] = {}
-_SHARED_KEPT = 4096
-
-
-def _shared_strings() -> dict[str, str]:
-    if len(_SHARED) > _SHARED_KEPT:
-        _SHARED.clear()
-    return _SHARED
 
 
 def metrics_key(text: str) -> tuple[int, int]:
@@ -120,60 +111,56 @@ _LARGEST = sys.float_info.max
 _INSTANCE_CPU = instance_metrics_mod.CPU_PERCENT
 
 
-def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None,
-                        readings: dict[str, tuple[float, float]] | None = None
-                        ) -> dict[str, Metric] | None:
+def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
+                        ) -> reported.ReportedMetrics | None:
     """The host metrics of a report whose every entry is well formed, or
     None: ``decode_metrics`` then finds and words what is wrong. The
     instance entries, unchecked, go to ``instance_found`` when given (for
-    the instance history; ``_cpu_readings`` checks them); the metrics as
-    ``(epoch seconds, value)`` go to ``readings`` when given (for the
-    report history, read in the same pass).
+    the instance history; ``_cpu_readings`` checks them)."""
+    columns = _columns(text, instance_found)
+    return None if columns is None else columns[0]
+
+
+def _columns(text: str, instance_found: list[_Entry] | None
+             ) -> tuple[reported.ReportedMetrics, array] | None:
+    """``well_formed_metrics`` and the values as floats, for the history.
 
     Every node's report is decoded at every change (one a minute per
     node): msgspec checks the entries' shape while it parses, at half of
-    what parsing then checking each entry in Python costs.
+    what parsing then checking each entry in Python costs, and the
+    metrics are read a column at a time.
     """
     try:
         entries = _read_entries(text)
     except (msgspec.DecodeError, TypeError):
         return None
-    stamps = recent_stamps()
-    metrics: dict[str, Metric] = {}
     unset = msgspec.UNSET
-    shared = _shared_strings()
-    # A report's entries mostly share one timestamp: converted once.
-    last = when = None
-    for entry in entries:
-        if entry.instance is not unset:
-            if instance_found is not None:
-                instance_found.append(entry)
-            continue
-        name, value, stamp = entry.name, entry.value, entry.timestamp
+    # One pass over the entries, then the columns (zip in C).
+    host = [(entry.name, entry.source, entry.value, entry.timestamp)
+            for entry in entries if entry.instance is unset]
+    if instance_found is not None and len(host) < len(entries):
+        instance_found.extend(entry for entry in entries
+                              if entry.instance is not unset)
+    names, sources, numbers, texts = (zip(*host, strict=True) if host
+                                      else ((),) * 4)
+    layout = reported.layout(names, sources)
+    if layout is None:
+        return None
+    try:
         # msgspec refuses floats past the range (JSON has no NaN): only
-        # ints can be out of range.
-        if (not name or name in metrics
-                or (type(value) is int and not
-                    -_LARGEST <= value <= _LARGEST)):
-            return None
-        # The cache looked up inline: a call per entry is a tenth of this
-        # loop.
-        timestamp = stamps.get(stamp) or cached_timestamp(stamp, stamps)
-        if timestamp is None:
-            return None
-        source = entry.source
-        # One copy shared by every host: every host reports the same few
-        # names and sources, and the cache holds a copy of each per host
-        # otherwise (two thirds of a host's metrics' memory).
-        name = shared.setdefault(name, name)
-        metrics[name] = Metric(
-            value, timestamp,
-            "" if source is None else shared.setdefault(source, source))
-        if readings is not None:
-            if timestamp is not last:
-                last, when = timestamp, epoch(timestamp)
-            readings[name] = (when, float(value))
-    return metrics
+        # ints can be out of range, and array() refuses them.
+        floats = array("d", numbers)
+    except OverflowError:
+        return None
+    stamps = reported.stamps(texts)
+    if stamps is None:
+        return None
+    kinds = reported.kinds(numbers)
+    # Doubles, with no object per value, unless an int is past the
+    # doubles' exact ints (int == float compares exactly).
+    exact = int not in kinds or floats.tolist() == list(numbers)
+    return reported.ReportedMetrics(
+        layout, floats if exact else numbers, kinds, stamps), floats
 
 
 def decode_metrics(text: str, problems: list[str],
@@ -326,15 +313,21 @@ def _instance_history(previous: Decoded | None,
     return held.appended_readings(readings, window)
 
 
-def _history(previous: Decoded | None, metrics: dict[str, Metric],
-             report: dict[str, tuple[float, float]] | None,
-             window: float) -> history_mod.MetricHistory:
-    """The node's report history with this report's ``metrics`` added:
-    from ``report``, their readings, when the report was well formed."""
+def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
+             floats: array | None, window: float
+             ) -> history_mod.MetricHistory:
+    """The node's report history with this report's ``metrics`` added: a
+    column at a time when the report was well formed (``floats``: its
+    values as floats, else None)."""
     held = previous.history if previous is not None else history_mod.EMPTY
-    if report is not None:
-        return held.appended_readings(report, window)
-    return held.appended(metrics, window)
+    if floats is None:
+        return held.appended(metrics, window)
+    names, stamps = metrics.layout.names, metrics.stamps
+    if type(stamps) is datetime.datetime:
+        times: Sequence[float] = (epoch(stamps),) * len(names)
+    else:
+        times = [epoch(stamp) for stamp in stamps]
+    return held.appended_report(names, times, floats, window)
 
 
 def decode(row: NodeRow, previous: Decoded | None = None,
@@ -351,14 +344,14 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     """
     problems: list[str] = []
     in_report: list[_Entry] | None = [] if instance_window > 0 else None
-    report: dict[str, tuple[float, float]] | None = {}
-    metrics = well_formed_metrics(row.metrics, in_report, report)
-    readings = None
-    if metrics is not None:
+    columns = _columns(row.metrics, in_report)
+    metrics: Mapping[str, Metric]
+    readings = floats = None
+    if columns is not None:
+        metrics, floats = columns
         bad_metrics: frozenset[str] = frozenset()
         entries, readings = _well_formed_entries(row.metrics, in_report)
     else:
-        report = None  # part of a report: its metrics are read again
         found_entries: list[dict] = []
         metrics, bad_metrics = decode_metrics(row.metrics, problems,
                                                found_entries)
@@ -383,7 +376,7 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     decoded = Decoded(
         (metrics_key(row.metrics), row.cpu_info, row.networks), metrics,
         bad_metrics, instances, cpu_info, networks, column_problems,
-        _history(previous, metrics, report, history_window),
+        _history(previous, metrics, floats, history_window),
         _instance_history(previous, instances, readings, instance_window))
     if problems:
         LOG.warning("Compute node %s (host %s, id %s) reports malformed "
