@@ -318,12 +318,15 @@ def test_connection_dropped_twice_propagates(engine, store, monkeypatch):
     assert allocations(engine) == []
 
 
+@pytest.mark.parametrize("vcpus", [2, 1], ids=["room-left", "filled"])
 def test_claim_committed_before_the_connection_dropped_is_ours(
-        engine, store, monkeypatch):
+        engine, store, monkeypatch, vcpus):
     """The reply was lost, not the claim: the retry finds it under this
     call's allocation id and returns it as made here (so that a failing
-    request releases it), not as one the instance held before."""
-    node = add_node(engine, "a")
+    request releases it), not as one the instance held before, and not a
+    conflict when it took the node's last room (which would leave the
+    claim behind a call that failed)."""
+    node = add_node(engine, "a", vcpus=vcpus)
     real = store._claim
     calls = []
 
@@ -338,50 +341,7 @@ def test_claim_committed_before_the_connection_dropped_is_ours(
     claim = store.claim(node, new_uuid(), ONE)
     assert len(calls) == 1  # found before claiming again
     assert not claim.existing
-    assert [row.uuid for row in allocations(engine)] == [
-        claim.allocation_id]
-
-
-def test_claim_committed_before_the_connection_dropped_fills_the_node(
-        engine, store, monkeypatch):
-    """The lost reply's claim took the node's last room: the retry finds
-    it rather than the node full, and no claim is left behind for a
-    call that failed."""
-    node = add_node(engine, "a", vcpus=1)
-    real = store._claim
-    calls = []
-
-    def committed_then_dropped(*args):
-        calls.append(args)
-        if len(calls) == 1:
-            real(*args)
-            raise _dropped("INSERT")
-        return real(*args)
-
-    monkeypatch.setattr(store, "_claim", committed_then_dropped)
-    claim = store.claim(node, new_uuid(), ONE)
-    assert len(calls) == 1
-    assert not claim.existing
     assert claim.node_id == node
-    assert [row.uuid for row in allocations(engine)] == [
-        claim.allocation_id]
-
-
-def test_claim_lost_with_the_connection_is_made_on_the_retry(
-        engine, store, monkeypatch):
-    node = add_node(engine, "a", vcpus=1)
-    real = store._claim
-    calls = []
-
-    def dropped_before_commit(*args):
-        calls.append(args)
-        if len(calls) == 1:
-            raise _dropped("INSERT")
-        return real(*args)
-
-    monkeypatch.setattr(store, "_claim", dropped_before_commit)
-    claim = store.claim(node, new_uuid(), ONE)
-    assert len(calls) == 2
     assert [row.uuid for row in allocations(engine)] == [
         claim.allocation_id]
 
