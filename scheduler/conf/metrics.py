@@ -236,7 +236,9 @@ load_opts = [
         "may name (config check rejects a longer one); a flavor's "
         "resources: extra spec with a longer window gets the statistic "
         "over what is held. About 32 bytes per report and metric per "
-        "host plus 300 per metric (at most 720 reports per metric)."),
+        "host plus 150 per host while a node's reports carry the same "
+        "metrics (300 per metric otherwise; at most 720 reports per "
+        "metric)."),
     cfg.Opt(
         "instance_history_window", type=Duration(zero_is_off=True),
         default="0",
