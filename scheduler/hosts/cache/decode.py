@@ -148,14 +148,18 @@ def _columns(text: str, instance_found: list[_Entry] | None
         return None
     try:
         # msgspec refuses floats past the range (JSON has no NaN): only
-        # ints can be out of range, and array() refuses them.
+        # ints can be out of range. array() refuses those that round
+        # past it; those rounding to the largest double are checked.
         floats = array("d", numbers)
     except OverflowError:
+        return None
+    kinds = reported.kinds(numbers)
+    if int in kinds and _LARGEST in map(abs, floats) and not all(
+            -_LARGEST <= number <= _LARGEST for number in numbers):
         return None
     stamps = reported.stamps(texts)
     if stamps is None:
         return None
-    kinds = reported.kinds(numbers)
     # Doubles, with no object per value, unless an int is past the
     # doubles' exact ints (int == float compares exactly).
     exact = int not in kinds or floats.tolist() == list(numbers)

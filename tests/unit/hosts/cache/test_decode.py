@@ -3,6 +3,7 @@ gives what the entry-by-entry path gives."""
 
 import datetime
 import json
+import sys
 from array import array
 
 import pytest
@@ -249,3 +250,15 @@ def test_a_report_of_one_timestamp_keeps_one_datetime():
     # Kept as doubles, no object per value; read as reported.
     assert metrics.numbers == array("d", [1.0, 1.0])
     assert [type(metric.value) for metric in metrics.values()] == [float, int]
+
+
+def test_an_int_rounding_to_the_largest_double_is_out_of_range():
+    """It is past the doubles' range although float() rounds it into it:
+    the report is decoded entry by entry, which reads it as a double."""
+    text = ('[{"name": "a", "value": %d, "timestamp": '
+            '"2024-01-01T00:00:00Z"}]' % (int(sys.float_info.max) + 1))
+    assert decode.well_formed_metrics(text) is None
+    largest = ('[{"name": "a", "value": %d, "timestamp": '
+               '"2024-01-01T00:00:00Z"}]' % int(sys.float_info.max))
+    assert decode.well_formed_metrics(largest)["a"].value == int(
+        sys.float_info.max)
