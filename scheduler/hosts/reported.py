@@ -39,6 +39,10 @@ class Layout:
         self.positions = {name: index for index, name in enumerate(names)}
         self.sources = sources
 
+    def __reduce__(self) -> tuple:
+        # Every pickle protocol, the oldest ones included (slots).
+        return Layout, (self.names, self.sources)
+
 
 #: The layouts of the reports decoded so far, by (names, sources as
 #: reported). Emptied when it grows past _LAYOUTS_KEPT: a node inventing
@@ -114,6 +118,7 @@ class ReportedMetrics(Mapping[str, Metric]):
         self.stamps = stamps
 
     def _metric(self, index: int) -> Metric:
+        """The metric at ``index`` of the layout."""
         value, stamps = self.numbers[index], self.stamps
         return Metric(int(value) if self.kinds[index] is int else value,
                       stamps if type(stamps) is datetime.datetime
@@ -124,8 +129,28 @@ class ReportedMetrics(Mapping[str, Metric]):
         return self._metric(self.layout.positions[name])
 
     def get(self, name: str, default: object = None) -> Metric | object:
+        """The metric ``name``, else ``default``."""
         index = self.layout.positions.get(name)
         return default if index is None else self._metric(index)
+
+    def copy(self) -> dict[str, Metric]:
+        """A dict of the metrics, as the dict this replaced gave."""
+        return dict(self.items())
+
+    def __or__(self, other: object) -> dict[str, Metric]:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return {**self, **other}
+
+    def __ror__(self, other: object) -> dict[str, Metric]:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return {**other, **self}
+
+    def __reduce__(self) -> tuple:
+        # Every pickle protocol, the oldest ones included (slots).
+        return (ReportedMetrics,
+                (self.layout, self.numbers, self.kinds, self.stamps))
 
     def __contains__(self, name: object) -> bool:
         return name in self.layout.positions
@@ -137,6 +162,7 @@ class ReportedMetrics(Mapping[str, Metric]):
         return iter(self.layout.names)
 
     def keys(self) -> KeysView[str]:
+        """The names, in report order."""
         # The layout's dict's: set operations and == as the dict's keys.
         return self.layout.positions.keys()
 
@@ -144,12 +170,16 @@ class ReportedMetrics(Mapping[str, Metric]):
         return reversed(self.layout.names)
 
     def _metrics(self) -> Iterator[Metric]:
+        """The metrics, in report order."""
         return map(self._metric, range(len(self.layout.names)))
 
     def values(self) -> ValuesView[Metric]:
+        """The metrics, in report order, read a column at a time."""
         return _Values(self)
 
     def items(self) -> ItemsView[str, Metric]:
+        """(name, metric) pairs, in report order, read a column at a
+        time."""
         return _Items(self)
 
     def __eq__(self, other: object) -> bool:
@@ -166,6 +196,8 @@ class ReportedMetrics(Mapping[str, Metric]):
 # The generic views, iterated a column at a time rather than by a lookup
 # per name.
 class _Values(ValuesView):
+    """``ReportedMetrics.values()``."""
+
     __slots__ = ()
 
     def __iter__(self) -> Iterator[Metric]:
@@ -173,6 +205,8 @@ class _Values(ValuesView):
 
 
 class _Items(ItemsView):
+    """``ReportedMetrics.items()``."""
+
     __slots__ = ()
 
     def __iter__(self) -> Iterator[tuple[str, Metric]]:

@@ -97,3 +97,23 @@ def test_a_layout_is_one_object_per_names_and_sources():
 ])
 def test_a_reports_stamps_are_one_datetime_when_they_agree(texts, want):
     assert reported.stamps(texts) == want
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_a_view_pickles_with_every_protocol(protocol):
+    view = _view((12.5, 2**53 + 1), (T0, T1))
+    again = pickle.loads(pickle.dumps(view, protocol))
+    assert again == view and list(again) == list(view)
+    assert type(again["memory.used"].value) is int
+
+
+def test_a_view_copies_and_merges_as_the_dict_did():
+    view, want = _view((12.5, 2.0)), _dict([12.5, 2.0])
+    copied = view.copy()
+    assert type(copied) is dict and copied == want
+    extra = {"disk.free": Metric(1.0, T1)}
+    assert view | extra == want | extra
+    assert extra | view == extra | want
+    override = {"cpu.percent": Metric(99.0, T1)}
+    assert (view | override)["cpu.percent"].value == 99.0
+    assert (override | view)["cpu.percent"].value == 12.5

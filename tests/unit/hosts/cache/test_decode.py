@@ -255,10 +255,12 @@ def test_a_report_of_one_timestamp_keeps_one_datetime():
 def test_an_int_rounding_to_the_largest_double_is_out_of_range():
     """It is past the doubles' range although float() rounds it into it:
     the report is decoded entry by entry, which reads it as a double."""
-    text = ('[{"name": "a", "value": %d, "timestamp": '
-            '"2024-01-01T00:00:00Z"}]' % (int(sys.float_info.max) + 1))
-    assert decode.well_formed_metrics(text) is None
-    largest = ('[{"name": "a", "value": %d, "timestamp": '
-               '"2024-01-01T00:00:00Z"}]' % int(sys.float_info.max))
+    def report(value: int) -> str:
+        return ('[{"name": "a", "value": ' + str(value)
+                + ', "timestamp": "2024-01-01T00:00:00Z"}]')
+
+    assert decode.well_formed_metrics(
+        report(int(sys.float_info.max) + 1)) is None
+    largest = report(int(sys.float_info.max))
     assert decode.well_formed_metrics(largest)["a"].value == int(
         sys.float_info.max)
