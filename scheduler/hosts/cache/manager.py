@@ -21,6 +21,7 @@ from typing import Protocol
 
 from oslo_config import cfg
 
+from scheduler.common import heap
 from scheduler.common import observability
 from scheduler.db import models
 from scheduler.db.host_queries import AllocationRow
@@ -280,6 +281,7 @@ class HostManager(RefreshReads):
         if full:
             # A full load reads the overlap window too.
             self._last_full = self._window_checked = now
+            heap.release_free_memory()  # the load's temporaries
         self._refreshed(changes, began)
 
     def _refreshed(self, changes: Changes, began: float) -> None:
@@ -337,6 +339,7 @@ class HostManager(RefreshReads):
                 changes, full=False, entries=diff, gone=gone, newest=newest))
             self._last_full = now
             self._refreshed(changes, began)
+        heap.release_free_memory()  # the load's and the replaced entries
 
     def _apply(self, changes: Changes) -> None:
         if self._touched is not None:

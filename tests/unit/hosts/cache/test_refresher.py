@@ -378,3 +378,20 @@ def test_stop_abandons_a_paced_reload(engine, manager):
     assert refresher.failures == 0
     assert manager._touched is None
     assert manager.host_table() is table
+
+
+def test_full_loads_hand_free_memory_back_and_refreshes_do_not(
+        engine, manager, clock, monkeypatch):
+    from scheduler.hosts.cache import manager as manager_mod
+    released = []
+    monkeypatch.setattr(manager_mod.heap, "release_free_memory",
+                        lambda: released.append(1) or True)
+    node = add_node(engine, "a")
+    manager.host_states()  # the first load
+    assert len(released) == 1
+    update_node(engine, node, vcpus=8)
+    clock.now += 1.0
+    assert manager.host_states()[0].vcpus == 8  # incremental
+    assert len(released) == 1
+    manager.reload()
+    assert len(released) == 2
