@@ -31,8 +31,8 @@ def _malloc_trim() -> Callable[[int], int] | None:
 def release_free_memory() -> bool:
     """Return the allocator's free pages to the system; False where the
     C library cannot (not glibc). Call it after freeing much at once:
-    it walks every heap, taking each one's lock meanwhile (a few
-    milliseconds at 100,000 hosts, outside the GIL)."""
+    it walks every heap, taking each one's lock meanwhile (9 ms after a
+    thread freed 450 MB; ctypes releases the GIL for the call)."""
     trim = _malloc_trim()
     if trim is None:
         return False
