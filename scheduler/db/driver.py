@@ -191,13 +191,15 @@ class _Kept(dict):
     def __missing__(self, value: Any) -> Any:
         if value is None:  # cleared by another thread meanwhile
             return None
+        if len(self) > _KEPT:
+            # Checked as a value is added, not once per column: a scan
+            # of many distinct values would hold them all till the next.
+            self.clear()
+            self[None] = None
         converted = self[value] = self._process(value)
         return converted
 
     def column(self, values: tuple) -> list:
-        if len(self) > _KEPT:
-            self.clear()
-            self[None] = None
         return list(map(self.__getitem__, values))
 
 
