@@ -14,7 +14,11 @@ report:
 - ``write_us``: the phase's report writes (``SimulatedFleet.report``);
 - ``read_us``: the refresh that reads them (fetch, decode, host states,
   host table), whose fixed part ``empty_refresh_us`` (a refresh that finds
-  nothing changed) is spread over the phase's rows.
+  nothing changed) is spread over the phase's rows;
+- ``fresh_fetch_us``: after that refresh, sqlite3 alone fetching the
+  same rows once, on a connection of its own, as the refresh found them:
+  just written by another connection, so read from the write-ahead log
+  rather than from the connection's page cache.
 
 Then the floor, the same work done hot by the driver and parser alone on
 the same rows, without the engine around them:
@@ -25,6 +29,11 @@ the same rows, without the engine around them:
   lists and dicts);
 - ``check_us``: the host cache's check of a well-formed report
   (``decode.well_formed_metrics``, the parse included).
+
+``read_over_floor`` is ``read_us / (driver_fetch_us + parse_us)``;
+``read_over_fresh_floor`` the same with ``fresh_fetch_us``, the fetch the
+driver cannot do faster on rows it has not read before (the hot floor
+reads the same rows 200 times from its page cache).
 
 The day's arithmetic: 1,440 x hosts x (write_us + read_us) for the
 reports; the decisions' own cost is what ``bench_quality``'s
@@ -68,15 +77,20 @@ AFTER_WRITES = 1e-6
 
 def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
                 sim_clock: clock.SimulatedClock, hosts: int,
-                instances: int, rounds: int) -> tuple[float, float, float]:
-    """(write, read, empty refresh) CPU microseconds per report."""
+                instances: int, rounds: int, path: str
+                ) -> tuple[float, float, float, float]:
+    """(write, read, empty refresh, fresh fetch) CPU microseconds per
+    report."""
     phase_hosts = [np.arange(p, hosts, PHASES) for p in range(PHASES)]
     entries = {host: [(fleet_mod.instance_uuid(host * 1000 + i), 12.5)
                       for i in range(instances)] for host in range(hosts)}
     step = REPORT_INTERVAL / PHASES
-    wrote = read = 0.0
+    wrote = read = fetched = 0.0
     rows = 0
+    driver = sqlite3.connect(path, isolation_level=None)
     for number in range(PHASES + rounds):
+        newest = driver.execute(
+            "SELECT max(changed_at) FROM compute_nodes").fetchone()[0]
         chosen = phase_hosts[number % PHASES]
         now = (number + 1) * step
         sim_clock.advance_to(now)
@@ -92,9 +106,13 @@ def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
         sim_clock.advance_to(now + AFTER_WRITES)
         cache.host_states()
         done = time.process_time()
+        found = driver.execute(_SELECT_AFTER, (newest,)).fetchall()
+        fetch_done = time.process_time()
+        assert len(found) == len(chosen), "the phase's rows, as written"
         if number >= PHASES:  # the first round fills the templates
             wrote += written - began
             read += done - written
+            fetched += fetch_done - done
             rows += len(chosen)
     empty = 0.0
     for _ in range(200):
@@ -102,12 +120,18 @@ def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
         began = time.process_time()
         cache.host_states()
         empty += time.process_time() - began
-    return 1e6 * wrote / rows, 1e6 * read / rows, 1e6 * empty / 200
+    driver.close()
+    return (1e6 * wrote / rows, 1e6 * read / rows, 1e6 * empty / 200,
+            1e6 * fetched / rows)
+
+
+#: The changed rows' columns, as the host cache's scan reads them.
+_SELECT_AFTER = (f"SELECT {', '.join(NodeRow._fields)} FROM compute_nodes "
+                 "WHERE changed_at > ?")
 
 
 def _floor(path: str, repeat: int = 200) -> dict[str, float]:
     """The driver's and parser's own microseconds per row, hot."""
-    columns = ", ".join(NodeRow._fields)
     database = sqlite3.connect(path, isolation_level=None)
     database.execute("PRAGMA synchronous=OFF")
     newest = database.execute("SELECT max(changed_at) FROM compute_nodes"
@@ -115,7 +139,7 @@ def _floor(path: str, repeat: int = 200) -> dict[str, float]:
     after = database.execute(
         "SELECT max(changed_at) FROM compute_nodes WHERE changed_at < ?",
         (newest,)).fetchone()[0]
-    select = f"SELECT {columns} FROM compute_nodes WHERE changed_at > ?"
+    select = _SELECT_AFTER
     rows = database.execute(select, (after,)).fetchall()
     began = time.process_time()
     for _ in range(repeat):
@@ -180,15 +204,20 @@ def main() -> int:
             gc_tuning.tune()
             print(f"{args.rounds} phases of {args.hosts // PHASES} reports",
                   file=sys.stderr)
-            write, read, empty = _per_report(fleet, cache, now, args.hosts,
-                                             args.instances, args.rounds)
+            write, read, empty, fresh = _per_report(
+                fleet, cache, now, args.hosts, args.instances, args.rounds,
+                path)
         engine.dispose()
         floor = _floor(path)
     print(f"report hosts={args.hosts} instances={args.instances} "
           f"write_us={write:.1f} read_us={read:.1f} "
-          f"empty_refresh_us={empty:.0f}")
+          f"empty_refresh_us={empty:.0f} fresh_fetch_us={fresh:.1f}")
     print("floor " + " ".join(f"{name}={value:.1f}"
                               for name, value in floor.items()))
+    parse = floor["parse_us"]
+    print(f"ratios read_over_floor="
+          f"{read / (floor['driver_fetch_us'] + parse):.1f} "
+          f"read_over_fresh_floor={read / (fresh + parse):.1f}")
     day = 1440 * args.hosts * (write + read) / 1e6
     print(f"reports_per_day={1440 * args.hosts} "
           f"report_s_per_sim_day={day:.1f}")
