@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""What a report's read would cost the host cache if a refresh read its
+changed rows into columns shared by all hosts: a sketch of issue 29's
+next step, measured beside the host cache's read of the same reports.
+
+``bench_reports.py``'s setup (``--hosts`` simulated nodes reporting in
+12 phases per 60 s on the simulator's scratch SQLite file); after each
+phase, in one process and on the same rows:
+
+- ``cache_read_us``: the host cache's refresh (``HostManager``), as
+  ``bench_reports``'s ``read_us``;
+- ``sketch_read_us``: the same scan (``host_queries.scan_after``, on a
+  connection of its own), then every row's report parsed and written,
+  all rows at once, into columns of every host (``ColumnSketch``): the
+  newest values as a matrix of hosts by metrics, and the history as a
+  ring of reports per host with running sums, its window kept;
+- ``sketch_fetch_us``: the scan's part of it.
+
+The sketch leaves out what a store would still need and what the
+numbers therefore do not hold: a report whose metrics differ from the
+fleet's (their own columns), each metric's own time, the malformed
+reports, the instance entries, the claims (a report leaves them as they
+are), and the ``HostState`` that the Nova-style plugins take, which
+would be built from the columns only for them, when they ask.
+"""
+
+import argparse
+import datetime
+import os
+import sys
+import time
+
+import numpy as np
+
+try:
+    # tools/ is sys.path[0] when this file runs as a script.
+    import bench_claims_load
+    import bench_reports
+except ImportError:  # python -m tools.bench_column_store
+    from tools import bench_claims_load
+    from tools import bench_reports
+
+from scheduler.common import clock
+from scheduler.common import gc_tuning
+from scheduler.db import api as db_api
+from scheduler.db import host_queries
+from scheduler.db import schema
+from scheduler.hosts.cache import decode
+from scheduler.hosts.cache.manager import HostManager
+from scheduler.hosts.table import epoch
+from scheduler.simulation import fleet as fleet_mod
+from scheduler.simulation import runner
+from scheduler.simulation import runs as simulation_runs
+
+_read_entries = decode._read_entries
+_UNSET = decode.msgspec.UNSET
+#: Reports a host's ring holds (an hour at a minute, and room).
+RING = 64
+WINDOW = 3600.0
+
+
+class ColumnSketch:
+    """Every host's newest report and report history as columns."""
+
+    def __init__(self, node_ids: list[int]):
+        self.row_of = {node: row for row, node in enumerate(node_ids)}
+        hosts = len(node_ids)
+        self.names: tuple[str, ...] | None = None
+        self.generation = np.zeros(hosts, np.int64)
+        self.changed_at = np.zeros(hosts)
+        self.updated_at = np.zeros(hosts)
+        self._times: dict[str, float] = {}
+
+    def _laid_out(self, names: tuple[str, ...]) -> None:
+        """The metric columns, once the fleet's metrics are known."""
+        hosts, metrics = len(self.row_of), len(names)
+        self.names = names
+        self.values = np.full((hosts, metrics), np.nan)
+        # Per host and report: value, running sum, running sum of squares.
+        self.ring = np.zeros((hosts, RING, metrics, 3))
+        self.ring_times = np.zeros((hosts, RING))
+        self.newest = np.full(hosts, -1, np.int64)
+        self.oldest = np.zeros(hosts, np.int64)
+
+    def read(self, rows: list) -> None:
+        """The reports of ``rows`` into the columns, all at once."""
+        at, values, times, read = [], [], [], []
+        times_of, row_of = self._times, self.row_of
+        for row in rows:
+            host = [entry for entry in _read_entries(row.metrics)
+                    if entry.instance is _UNSET]
+            names = tuple(entry.name for entry in host)
+            if names != self.names:
+                if self.names is not None:
+                    continue  # columns of its own: not sketched
+                self._laid_out(names)
+            values.extend([entry.value for entry in host])
+            text = host[0].timestamp
+            when = times_of.get(text)
+            if when is None:
+                when = times_of[text] = epoch(
+                    datetime.datetime.fromisoformat(text.rstrip("Z")))
+            times.append(when)
+            at.append(row_of[row.id])
+            read.append(row)
+        self._write(np.array(at), np.array(values).reshape(len(at), -1),
+                    np.array(times), read)
+
+    def _write(self, at: np.ndarray, values: np.ndarray, times: np.ndarray,
+               rows: list) -> None:
+        self.values[at] = values
+        newest = self.newest[at]
+        fresh = (newest < 0)[:, None]
+        sums = np.where(fresh, 0.0, self.ring[at, newest % RING, :, 1])
+        squares = np.where(fresh, 0.0, self.ring[at, newest % RING, :, 2])
+        slot = (newest + 1) % RING
+        self.ring[at, slot, :, 0] = values
+        self.ring[at, slot, :, 1] = sums + values
+        self.ring[at, slot, :, 2] = squares + values * values
+        self.ring_times[at, slot] = times
+        self.newest[at] = newest + 1
+        # The window: each host's oldest kept report moves past it.
+        oldest, cutoff = self.oldest[at], times - WINDOW
+        while True:
+            out = ((self.ring_times[at, oldest % RING] <= cutoff)
+                   & (oldest <= newest))
+            if not out.any():
+                break
+            oldest = oldest + out
+        self.oldest[at] = oldest
+        self.generation[at] = [row.generation for row in rows]
+        self.changed_at[at] = [epoch(row.changed_at) for row in rows]
+        self.updated_at[at] = [epoch(row.updated_at) for row in rows]
+
+
+def check(sketch: ColumnSketch, cache: HostManager) -> None:
+    """The sketch holds every host's newest values as the cache does."""
+    for host in cache.host_states():
+        row = sketch.values[sketch.row_of[host.node_id]]
+        held = [host.metrics[name].value for name in sketch.names]
+        assert row.tolist() == held, (host.host, row, held)
+        newest = sketch.newest[sketch.row_of[host.node_id]]
+        assert sketch.ring[sketch.row_of[host.node_id], newest % RING, :,
+                           0].tolist() == held
+
+
+def _phases(fleet, cache, sketch, engine, sim_clock, hosts, rounds):
+    """(cache read, sketch read, sketch fetch) CPU µs per report."""
+    phase_hosts = [np.arange(p, hosts, bench_reports.PHASES)
+                   for p in range(bench_reports.PHASES)]
+    entries = {host: [(fleet_mod.instance_uuid(host * 1000 + i), 12.5)
+                      for i in range(3)] for host in range(hosts)}
+    step = bench_reports.REPORT_INTERVAL / bench_reports.PHASES
+    spent = np.zeros(3)
+    reports = 0
+    watermark = None
+    for number in range(bench_reports.PHASES + rounds):
+        chosen = phase_hosts[number % bench_reports.PHASES]
+        now = (number + 1) * step
+        sim_clock.advance_to(now)
+        slot = int(now // 300)
+        fleet.report(chosen, np.full(len(chosen), 20.0 + slot % 7),
+                     np.full(len(chosen), 8192), [(slot, 0)] * len(chosen),
+                     entries.__getitem__)
+        sim_clock.advance_to(now + bench_reports.AFTER_WRITES)
+        began = time.process_time()
+        cache.host_states()
+        cached = time.process_time()
+        with engine.connect() as connection:
+            rows = host_queries.scan_after(
+                connection, watermark or datetime.datetime(1970, 1, 1)).rows
+            fetched = time.process_time()
+            sketch.read(rows)
+        done = time.process_time()
+        watermark = max(row.changed_at for row in rows)
+        if number >= bench_reports.PHASES:
+            spent += (cached - began, done - cached, fetched - cached)
+            reports += len(chosen)
+    return 1e6 * spent / reports
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=480,
+                        help="report phases measured (12 per minute)")
+    args = parser.parse_args()
+    with simulation_runs.scratch_directory() as directory:
+        path = os.path.join(directory, "reports.sqlite")
+        conf = bench_claims_load.make_conf(f"sqlite:///{path}")
+        conf.set_override("sqlite_synchronous", False, group="database")
+        engine = db_api.get_engine(conf)
+        schema.db_sync(engine)
+        with clock.simulated(clock.SimulatedClock(runner.START)) as now:
+            fleet = fleet_mod.SimulatedFleet(
+                engine, fleet_mod.FleetSpec(args.hosts, 32, 131072))
+            fleet.create()
+            cache = HostManager(conf)
+            nodes = sorted(host.node_id for host in cache.host_states())
+            sketch = ColumnSketch(nodes)
+            gc_tuning.tune()
+            print(f"{args.rounds} phases of {args.hosts // 12} reports",
+                  file=sys.stderr)
+            cache_read, sketch_read, sketch_fetch = _phases(
+                fleet, cache, sketch, engine, now, args.hosts, args.rounds)
+            check(sketch, cache)
+        engine.dispose()
+    print(f"column_store hosts={args.hosts} cache_read_us={cache_read:.1f} "
+          f"sketch_read_us={sketch_read:.1f} "
+          f"sketch_fetch_us={sketch_fetch:.1f} "
+          f"cache_over_sketch={cache_read / sketch_read:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
