@@ -53,7 +53,10 @@ class LivePolicies:
         try:
             generation = policy_sql.read_generation(connection)
         except sa_exc.DBAPIError as e:
-            # A schema before revision 0004: config policies only.
+            # A schema before revision 0004 (or downgraded below it): the
+            # policies in use stay, and the refresh's scan no longer
+            # carries the counter until a read finds it again.
+            self.generation = None
             if not self._warned:
                 LOG.warning("Cannot read stored scheduling policies, using "
                             "the configured ones only (run "

@@ -13,6 +13,8 @@ from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import schema
 from scheduler.hosts.cache.manager import HostManager
+from scheduler.policies import cluster as cluster_policy
+from scheduler.policies.live import LivePolicies
 
 NODES = models.ComputeNode.__table__
 ALLOCATIONS = models.Allocation.__table__
@@ -130,6 +132,40 @@ def test_incremental_refresh_reads_one_changed_node(postgresql_url):
         # timeout): the next refresh runs again on a new one.
         assert _drop_other_sessions(postgresql_url) >= 1
         assert len(manager.host_states()) == 200
+    finally:
+        conf.clear_override("connection", group="database")
+        db_api.dispose_engines()
+
+
+def test_a_policy_counter_dropped_under_a_worker_fails_no_refresh(
+        postgresql_url, caplog):
+    # The counter of stored policies, carried by the refresh's scan once
+    # read, goes with a schema downgraded below revision 0004 while the
+    # worker runs: its hosts are read as before, on the same connection
+    # (autocommit: the failed scan leaves no transaction aborted).
+    conf = _conf(postgresql_url)
+    try:
+        engine = db_api.get_engine(conf)
+        schema.db_sync(engine)
+        when = models.utcnow() - datetime.timedelta(seconds=30)
+        with engine.begin() as connection:
+            connection.execute(NODES.insert(), [_node(i, when)
+                                                for i in range(20)])
+        manager = HostManager(conf)
+        changes: list = []
+        live = LivePolicies(conf, cluster_policy.load_policies(conf),
+                            changes.append)
+        manager.refresh_probes.append(live)
+        assert len(manager.host_states()) == 20
+        assert live.generation == 0
+        with engine.begin() as connection:
+            connection.execute(sa.text("DROP TABLE policy_generation"))
+            connection.execute(NODES.insert(), [_node(20, models.utcnow())])
+        for _ in range(3):
+            assert len(manager.host_states()) == 21
+            assert not manager.last_refresh.full
+        assert live.generation is None and live.current == live.base
+        assert "Cannot read stored scheduling policies" in caplog.text
     finally:
         conf.clear_override("connection", group="database")
         db_api.dispose_engines()

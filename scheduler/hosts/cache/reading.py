@@ -150,9 +150,8 @@ class RefreshReads:
             # Rows stamped after the watermark are read whole at once:
             # they are few, and they changed. One stamped with the
             # watermark's own time is a late change, for _late_keys().
-            folded = [probe for probe in probes if probe.query is not None]
-            newer, probed = host_queries.scan_after(
-                connection, watermark, [probe.query for probe in folded])
+            newer, folded, probed = self._scan(connection, watermark,
+                                               probes)
             for probe, value in zip(folded, probed, strict=True):
                 probes.remove(probe)
                 probe.observed(connection, value)
@@ -187,6 +186,28 @@ class RefreshReads:
                 newer, keys, rows)), default=None),
             rows_read=len(newer) + len(keys), rows_fetched=len(rows),
             rows_decoded=decoded, allocations_read=len(allocations))
+
+    @staticmethod
+    def _scan(connection: sa.Connection, watermark: datetime.datetime,
+              probes: list[RefreshProbe]
+              ) -> tuple[list[NodeRow], list[RefreshProbe], tuple]:
+        """The rows stamped after ``watermark``, the probes whose query
+        the scan carried and their values. A scan failing on the probes'
+        queries (a table of theirs dropped: a schema downgraded under a
+        running worker) runs again without them: the probes then read on
+        their own, and say what fails, and the hosts are read as ever."""
+        folded = [probe for probe in probes if probe.query is not None]
+        try:
+            newer, probed = host_queries.scan_after(
+                connection, watermark, [probe.query for probe in folded])
+        except sa_exc.DBAPIError as e:
+            if not folded or e.connection_invalidated:
+                raise
+            LOG.warning("Reading the changed hosts with %d value(s) of "
+                        "their refresh failed; reading them alone: %s",
+                        len(folded), db_api.one_line(e))
+            return host_queries.scan_after(connection, watermark)[0], [], ()
+        return newer, folded, probed
 
     def _late_keys(self, connection: sa.Connection, now: float,
                    overlap: int, newer: Sequence[NodeRow]) -> list[KeyRow]:

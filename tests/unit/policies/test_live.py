@@ -171,3 +171,25 @@ def test_migration_policy_set_through_the_api_is_used(scheduler_config,
     assert planned["migration_policy"] == "post_copy"
     # post_copy runs 2 migrations at a time: each gets half.
     assert planned["bandwidth_mbps"] == 400
+
+
+def test_a_dropped_counter_table_fails_no_refresh(unit_ratio_config, engine,
+                                                  caplog):
+    # A schema downgraded below revision 0004 under a running worker:
+    # the counter the refresh's scan carried is gone.
+    conf = unit_ratio_config
+    add_node(engine, "big", vcpus=8, memory_mb=32768)
+    mgr = make_manager(conf)
+    packing = store_policy(engine, "packing", {"RAMWeigher": -1})
+    attach(engine, "c1", packing)
+    mgr.explain(spec(cluster="c1"))
+    assert mgr.live_policies.generation is not None
+    with engine.begin() as connection:
+        connection.execute(sa.text("DROP TABLE policy_generation"))
+    add_node(engine, "small", vcpus=2, memory_mb=4096)
+    for _ in range(3):
+        decision = mgr.explain(spec(cluster="c1"))
+        # The hosts are read as before, with the policies in use.
+        assert decision["selected"][0] == "small"
+        assert decision["policy"] == "packing v1"
+    assert "Cannot read stored scheduling policies" in caplog.text
