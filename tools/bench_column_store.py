@@ -14,22 +14,38 @@ phase, in one process and on the same rows:
   all rows at once, into columns of every host (``ColumnSketch``): the
   newest values as a matrix of hosts by metrics, and the history as a
   ring of reports per host with running sums, its window kept;
-- ``sketch_fetch_us``: the scan's part of it.
+- ``sketch_fetch_us``: the scan's part of it;
+- ``fresh_fetch_us`` and ``parse_us``: sqlite3 alone fetching the same
+  rows once on a connection of its own, and msgspec parsing their
+  reports, after both (``bench_reports``' fresh floor), and each read
+  over that floor.
+
+Each node reports values of its own (its number in them), so that a
+report read into another node's row shows; ``check()`` compares the
+sketch's newest values, change keys and hour's mean with the cache's
+after the run. The default 960 phases are 80 simulated minutes: both
+sides hold a full hour of history and trim it at every report.
 
 The sketch leaves out what a store would still need and what the
 numbers therefore do not hold: a report whose metrics differ from the
-fleet's (their own columns), each metric's own time, the malformed
-reports, the instance entries, the claims (a report leaves them as they
-are), and the ``HostState`` that the Nova-style plugins take, which
-would be built from the columns only for them, when they ask.
+fleet's (their own columns: ``skipped`` counts them), each metric's own
+time, the malformed reports, the instance entries, the claims (a report
+leaves them as they are), the versions (a refresh's changed columns
+copied, or taken over when no decision reads them, so that a decision
+reads one version), the running sums' rebasing, and the ``HostState``
+that the Nova-style plugins take, which would be built from the columns
+only for them, when they ask.
 """
 
 import argparse
 import datetime
+import math
 import os
+import sqlite3
 import sys
 import time
 
+import msgspec
 import numpy as np
 
 try:
@@ -45,6 +61,7 @@ from scheduler.common import gc_tuning
 from scheduler.db import api as db_api
 from scheduler.db import host_queries
 from scheduler.db import schema
+from scheduler.db.host_queries import NodeRow
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.hosts.table import epoch
@@ -69,6 +86,8 @@ class ColumnSketch:
         self.generation = np.zeros(hosts, np.int64)
         self.changed_at = np.zeros(hosts)
         self.updated_at = np.zeros(hosts)
+        #: Reports of other metrics than the fleet's, left out.
+        self.skipped = 0
         self._times: dict[str, float] = {}
 
     def _laid_out(self, names: tuple[str, ...]) -> None:
@@ -92,7 +111,8 @@ class ColumnSketch:
             names = tuple(entry.name for entry in host)
             if names != self.names:
                 if self.names is not None:
-                    continue  # columns of its own: not sketched
+                    self.skipped += 1  # columns of its own: not sketched
+                    continue
                 self._laid_out(names)
             values.extend([entry.value for entry in host])
             text = host[0].timestamp
@@ -103,6 +123,8 @@ class ColumnSketch:
             times.append(when)
             at.append(row_of[row.id])
             read.append(row)
+        if not at:
+            return
         self._write(np.array(at), np.array(values).reshape(len(at), -1),
                     np.array(times), read)
 
@@ -119,8 +141,10 @@ class ColumnSketch:
         self.ring[at, slot, :, 2] = squares + values * values
         self.ring_times[at, slot] = times
         self.newest[at] = newest + 1
-        # The window: each host's oldest kept report moves past it.
-        oldest, cutoff = self.oldest[at], times - WINDOW
+        # The window: each host's oldest kept report moves past it, and
+        # past the ring's end (reports more often than RING an hour).
+        oldest = np.maximum(self.oldest[at], newest + 2 - RING)
+        cutoff = times - WINDOW
         while True:
             out = ((self.ring_times[at, oldest % RING] <= cutoff)
                    & (oldest <= newest))
@@ -134,32 +158,64 @@ class ColumnSketch:
 
 
 def check(sketch: ColumnSketch, cache: HostManager) -> None:
-    """The sketch holds every host's newest values as the cache does."""
+    """The sketch holds every host's newest values, change key and
+    hour's mean as the cache does."""
     for host in cache.host_states():
-        row = sketch.values[sketch.row_of[host.node_id]]
+        row = sketch.row_of[host.node_id]
         held = [host.metrics[name].value for name in sketch.names]
-        assert row.tolist() == held, (host.host, row, held)
-        newest = sketch.newest[sketch.row_of[host.node_id]]
-        assert sketch.ring[sketch.row_of[host.node_id], newest % RING, :,
-                           0].tolist() == held
+        assert sketch.values[row].tolist() == held, (host.host, held)
+        newest, oldest = sketch.newest[row], sketch.oldest[row]
+        ring = sketch.ring[row]
+        assert ring[newest % RING, :, 0].tolist() == held
+        assert sketch.generation[row] == host.generation
+        assert sketch.changed_at[row] == epoch(host.changed_at)
+        kept = newest - oldest + 1
+        before = (ring[oldest % RING, :, 1] - ring[oldest % RING, :, 0])
+        means = (ring[newest % RING, :, 1] - before) / kept
+        for name, mean in zip(sketch.names, means.tolist(), strict=True):
+            assert math.isclose(mean, host.metric_history.statistic(
+                name, "mean", WINDOW), rel_tol=1e-9), (host.host, name)
 
 
-def _phases(fleet, cache, sketch, engine, sim_clock, hosts, rounds):
-    """(cache read, sketch read, sketch fetch) CPU µs per report."""
+def _fresh_floor(driver: sqlite3.Connection, newest: str, count: int
+                 ) -> tuple[float, float]:
+    """CPU seconds of sqlite3 fetching the rows changed after ``newest``
+    (``count`` of them) and of msgspec parsing their reports."""
+    began = time.process_time()
+    rows = driver.execute(bench_reports.SELECT_CHANGED, (newest,)).fetchall()
+    fetched = time.process_time()
+    assert len(rows) == count, "the phase's rows, as written"
+    metrics = NodeRow._fields.index("metrics")
+    for row in rows:
+        msgspec.json.decode(row[metrics])
+    return fetched - began, time.process_time() - fetched
+
+
+def _phases(fleet, cache, sketch, engine, driver, sim_clock, hosts,
+            rounds):
+    """(cache read, sketch read, sketch fetch, fresh fetch, parse) CPU µs
+    per report."""
     phase_hosts = [np.arange(p, hosts, bench_reports.PHASES)
                    for p in range(bench_reports.PHASES)]
     entries = {host: [(fleet_mod.instance_uuid(host * 1000 + i), 12.5)
                       for i in range(3)] for host in range(hosts)}
     step = bench_reports.REPORT_INTERVAL / bench_reports.PHASES
-    spent = np.zeros(3)
+    spent = np.zeros(5)
     reports = 0
-    watermark = None
+    # The nodes' first reports, as the cache's first load read them.
+    with engine.connect() as connection:
+        rows = host_queries.scan_after(connection,
+                                       datetime.datetime(1970, 1, 1)).rows
+    sketch.read(rows)
+    watermark = max(row.changed_at for row in rows)
     for number in range(bench_reports.PHASES + rounds):
         chosen = phase_hosts[number % bench_reports.PHASES]
         now = (number + 1) * step
+        newest = driver.execute(
+            "SELECT max(changed_at) FROM compute_nodes").fetchone()[0]
         sim_clock.advance_to(now)
         slot = int(now // 300)
-        fleet.report(chosen, np.full(len(chosen), 20.0 + slot % 7),
+        fleet.report(chosen, 20.0 + slot % 7 + chosen / hosts,
                      np.full(len(chosen), 8192), [(slot, 0)] * len(chosen),
                      entries.__getitem__)
         sim_clock.advance_to(now + bench_reports.AFTER_WRITES)
@@ -168,13 +224,16 @@ def _phases(fleet, cache, sketch, engine, sim_clock, hosts, rounds):
         cached = time.process_time()
         with engine.connect() as connection:
             rows = host_queries.scan_after(
-                connection, watermark or datetime.datetime(1970, 1, 1)).rows
+                connection, watermark).rows
             fetched = time.process_time()
             sketch.read(rows)
         done = time.process_time()
+        assert len(rows) == len(chosen), "the phase's rows"
         watermark = max(row.changed_at for row in rows)
+        floor = _fresh_floor(driver, newest, len(chosen))
         if number >= bench_reports.PHASES:
-            spent += (cached - began, done - cached, fetched - cached)
+            spent += (cached - began, done - cached, fetched - cached,
+                      *floor)
             reports += len(chosen)
     return 1e6 * spent / reports
 
@@ -182,9 +241,12 @@ def _phases(fleet, cache, sketch, engine, sim_clock, hosts, rounds):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=480,
+    parser.add_argument("--rounds", type=int, default=960,
                         help="report phases measured (12 per minute)")
     args = parser.parse_args()
+    if args.hosts < bench_reports.PHASES:
+        parser.error(f"--hosts must be at least {bench_reports.PHASES}: "
+                     "one node a phase")
     with simulation_runs.scratch_directory() as directory:
         path = os.path.join(directory, "reports.sqlite")
         conf = bench_claims_load.make_conf(f"sqlite:///{path}")
@@ -201,14 +263,21 @@ def main() -> int:
             gc_tuning.tune()
             print(f"{args.rounds} phases of {args.hosts // 12} reports",
                   file=sys.stderr)
-            cache_read, sketch_read, sketch_fetch = _phases(
-                fleet, cache, sketch, engine, now, args.hosts, args.rounds)
+            driver = sqlite3.connect(path, isolation_level=None)
+            cache_read, sketch_read, sketch_fetch, fresh, parse = _phases(
+                fleet, cache, sketch, engine, driver, now, args.hosts,
+                args.rounds)
+            driver.close()
             check(sketch, cache)
         engine.dispose()
+    floor = fresh + parse
     print(f"column_store hosts={args.hosts} cache_read_us={cache_read:.1f} "
           f"sketch_read_us={sketch_read:.1f} "
-          f"sketch_fetch_us={sketch_fetch:.1f} "
-          f"cache_over_sketch={cache_read / sketch_read:.1f}")
+          f"sketch_fetch_us={sketch_fetch:.1f} fresh_fetch_us={fresh:.1f} "
+          f"parse_us={parse:.1f} skipped={sketch.skipped}")
+    print(f"ratios cache_over_sketch={cache_read / sketch_read:.1f} "
+          f"cache_over_fresh_floor={cache_read / floor:.1f} "
+          f"sketch_over_fresh_floor={sketch_read / floor:.1f}")
     return 0
 
 

@@ -17,8 +17,10 @@ report:
   nothing changed) is spread over the phase's rows;
 - ``fresh_fetch_us``: after that refresh, sqlite3 alone fetching the
   same rows once, on a connection of its own, as the refresh found them:
-  just written by another connection, so read from the write-ahead log
-  rather than from the connection's page cache.
+  just written by another connection, so read again (mostly from the
+  write-ahead log, through the system's file cache) rather than from the
+  connection's own page cache; after the refresh, so that the floor is
+  if anything the cheaper.
 
 Then the floor, the same work done hot by the driver and parser alone on
 the same rows, without the engine around them:
@@ -106,7 +108,7 @@ def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
         sim_clock.advance_to(now + AFTER_WRITES)
         cache.host_states()
         done = time.process_time()
-        found = driver.execute(_SELECT_AFTER, (newest,)).fetchall()
+        found = driver.execute(SELECT_CHANGED, (newest,)).fetchall()
         fetch_done = time.process_time()
         assert len(found) == len(chosen), "the phase's rows, as written"
         if number >= PHASES:  # the first round fills the templates
@@ -126,7 +128,7 @@ def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
 
 
 #: The changed rows' columns, as the host cache's scan reads them.
-_SELECT_AFTER = (f"SELECT {', '.join(NodeRow._fields)} FROM compute_nodes "
+SELECT_CHANGED = (f"SELECT {', '.join(NodeRow._fields)} FROM compute_nodes "
                  "WHERE changed_at > ?")
 
 
@@ -139,7 +141,7 @@ def _floor(path: str, repeat: int = 200) -> dict[str, float]:
     after = database.execute(
         "SELECT max(changed_at) FROM compute_nodes WHERE changed_at < ?",
         (newest,)).fetchone()[0]
-    select = _SELECT_AFTER
+    select = SELECT_CHANGED
     rows = database.execute(select, (after,)).fetchall()
     began = time.process_time()
     for _ in range(repeat):

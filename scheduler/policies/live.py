@@ -56,7 +56,8 @@ class LivePolicies:
             # A schema before revision 0004 (or downgraded below it): the
             # policies in use stay, and the refresh's scan no longer
             # carries the counter until a read finds it again.
-            self.generation = None
+            with self._lock:
+                self.generation = None
             if not self._warned:
                 LOG.warning("Cannot read stored scheduling policies, using "
                             "the configured ones only (run "
@@ -82,8 +83,11 @@ class LivePolicies:
                 LOG.error("Reading the stored scheduling policies failed, "
                           "keeping those in use: %s", e)
                 return
-            # The first read at start-up is no change worth an INFO line.
-            log = LOG.info if self.generation is not None else LOG.debug
+            # The first read at start-up is no change worth an INFO line;
+            # the counter found again after a warning is.
+            log = (LOG.info if self.generation is not None or self._warned
+                   else LOG.debug)
+            self._warned = False
             self.generation = generation
             self.current = policies
             log("Scheduling policies at generation %d: %s", generation,

@@ -203,9 +203,12 @@ class RefreshReads:
         except sa_exc.DBAPIError as e:
             if not folded or e.connection_invalidated:
                 raise
+            # Any error that left the connection usable: a second one,
+            # without the probes, is raised as it is.
             LOG.warning("Reading the changed hosts with %d value(s) of "
-                        "their refresh failed; reading them alone: %s",
-                        len(folded), db_api.one_line(e))
+                        "their refresh failed (%s); reading them alone: %s",
+                        len(folded), type(e.orig).__name__,
+                        db_api.one_line(e))
             return host_queries.scan_after(connection, watermark)[0], [], ()
         return newer, folded, probed
 

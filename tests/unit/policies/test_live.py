@@ -2,6 +2,7 @@
 generation counter read with the host refresh."""
 
 import json
+import logging
 import uuid
 
 import sqlalchemy as sa
@@ -192,4 +193,19 @@ def test_a_dropped_counter_table_fails_no_refresh(unit_ratio_config, engine,
         # The hosts are read as before, with the policies in use.
         assert decision["selected"][0] == "small"
         assert decision["policy"] == "packing v1"
-    assert "Cannot read stored scheduling policies" in caplog.text
+    # The scan carries the counter no longer: one failed scan, one
+    # warning of each.
+    assert mgr.live_policies.generation is None
+    assert caplog.text.count("reading them alone") == 1
+    assert caplog.text.count("Cannot read stored scheduling policies") == 1
+    # 'db sync' brings the table back: the counter is read (and carried
+    # by the scan) again, and the reload said at INFO.
+    caplog.clear()
+    caplog.set_level(logging.INFO)
+    GENERATION.create(engine)
+    with engine.begin() as connection:
+        connection.execute(GENERATION.insert().values(id=1, generation=7))
+    mgr.explain(spec(cluster="c1"))
+    assert mgr.live_policies.generation == 7
+    assert mgr.live_policies.query is not None
+    assert "Scheduling policies at generation 7" in caplog.text

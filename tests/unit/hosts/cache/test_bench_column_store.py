@@ -46,11 +46,26 @@ def test_the_sketch_reads_every_report_as_the_cache_does(
     monkeypatch.setattr(tool.gc_tuning, "tune", lambda: None)
     # main() checks the sketch's columns against the cache's hosts.
     assert tool.main() == 0
-    line = capsys.readouterr().out.strip()
-    fields = dict(field.split("=") for field in line.split()[1:])
-    assert fields["hosts"] == "24"
+    fields = dict(field.split("=") for line in capsys.readouterr().out
+                  .splitlines() for field in line.split()[1:])
+    assert fields["hosts"] == "24" and fields["skipped"] == "0"
     assert float(fields["sketch_read_us"]) > float(
         fields["sketch_fetch_us"]) > 0
+    assert float(fields["sketch_over_fresh_floor"]) > 0
+
+
+def test_a_report_read_into_another_hosts_row_fails_the_check(
+        tool, monkeypatch):
+    monkeypatch.setattr(sys, "argv", [
+        "bench_column_store.py", "--hosts", "24", "--rounds", "12"])
+    monkeypatch.setattr(tool.gc_tuning, "tune", lambda: None)
+    write = tool.ColumnSketch._write
+
+    def shifted(self, at, *rest):
+        write(self, (at + 1) % len(self.row_of), *rest)
+    monkeypatch.setattr(tool.ColumnSketch, "_write", shifted)
+    with pytest.raises(AssertionError):
+        tool.main()
 
 
 def test_a_hosts_ring_keeps_an_hour_and_its_running_sums(tool):
@@ -66,3 +81,25 @@ def test_a_hosts_ring_keeps_an_hour_and_its_running_sums(tool):
     assert sketch.ring[row, sketch.newest[row] % tool.RING, 0, 1] == sum(
         minutes)
     assert sketch.newest[sketch.row_of[7]] == -1
+
+
+def test_a_ring_full_before_the_hour_keeps_its_newest_reports(tool):
+    sketch = tool.ColumnSketch([3])
+    for half_minute in range(70):  # 35 minutes: all within the window
+        sketch.read([_row(3, T0 + datetime.timedelta(seconds=30 * half_minute),
+                          float(half_minute))])
+    newest, oldest = sketch.newest[0], sketch.oldest[0]
+    assert newest == 69 and newest - oldest + 1 == tool.RING
+    assert sketch.ring[0, oldest % tool.RING, 0, 0] == float(oldest)
+    assert sketch.ring_times[0, oldest % tool.RING] == tool.epoch(
+        T0 + datetime.timedelta(seconds=30 * int(oldest)))
+
+
+def test_reports_of_other_metrics_are_counted_not_read(tool):
+    sketch = tool.ColumnSketch([1, 2])
+    sketch.read([_row(1, T0, 5.0)])
+    other = _row(2, T0, 6.0)._replace(metrics=json.dumps([
+        {"name": "load", "value": 1, "source": "s",
+         "timestamp": T0.isoformat() + "Z"}]))
+    sketch.read([other])
+    assert sketch.skipped == 1 and sketch.newest.tolist() == [0, -1]
