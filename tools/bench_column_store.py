@@ -50,23 +50,17 @@ import numpy as np
 
 try:
     # tools/ is sys.path[0] when this file runs as a script.
-    import bench_claims_load
     import bench_reports
 except ImportError:  # python -m tools.bench_column_store
-    from tools import bench_claims_load
     from tools import bench_reports
 
-from scheduler.common import clock
 from scheduler.common import gc_tuning
-from scheduler.db import api as db_api
 from scheduler.db import host_queries
-from scheduler.db import schema
 from scheduler.db.host_queries import NodeRow
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.hosts.table import epoch
 from scheduler.simulation import fleet as fleet_mod
-from scheduler.simulation import runner
 from scheduler.simulation import runs as simulation_runs
 
 _read_entries = decode._read_entries
@@ -249,15 +243,8 @@ def main() -> int:
                      "one node a phase")
     with simulation_runs.scratch_directory() as directory:
         path = os.path.join(directory, "reports.sqlite")
-        conf = bench_claims_load.make_conf(f"sqlite:///{path}")
-        conf.set_override("sqlite_synchronous", False, group="database")
-        engine = db_api.get_engine(conf)
-        schema.db_sync(engine)
-        with clock.simulated(clock.SimulatedClock(runner.START)) as now:
-            fleet = fleet_mod.SimulatedFleet(
-                engine, fleet_mod.FleetSpec(args.hosts, 32, 131072))
-            fleet.create()
-            cache = HostManager(conf)
+        with bench_reports.scratch_fleet(path, args.hosts) as (
+                engine, fleet, cache, now):
             nodes = sorted(host.node_id for host in cache.host_states())
             sketch = ColumnSketch(nodes)
             gc_tuning.tune()
@@ -269,7 +256,6 @@ def main() -> int:
                 args.rounds)
             driver.close()
             check(sketch, cache)
-        engine.dispose()
     floor = fresh + parse
     print(f"column_store hosts={args.hosts} cache_read_us={cache_read:.1f} "
           f"sketch_read_us={sketch_read:.1f} "

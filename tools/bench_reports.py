@@ -44,14 +44,17 @@ reports; the decisions' own cost is what ``bench_quality``'s
 """
 
 import argparse
+import contextlib
 import datetime
 import os
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 
 import msgspec
 import numpy as np
+import sqlalchemy as sa
 
 try:
     # tools/ is sys.path[0] when this file runs as a script.
@@ -127,6 +130,30 @@ def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
             1e6 * fetched / rows)
 
 
+@contextlib.contextmanager
+def scratch_fleet(path: str, hosts: int) -> Iterator[tuple[
+        sa.Engine, fleet_mod.SimulatedFleet, HostManager,
+        clock.SimulatedClock]]:
+    """``hosts`` simulated nodes in a SQLite file at ``path``, as the
+    simulator keeps its scratch database, and a host cache that loaded
+    them, on a simulated clock at the simulation's start; the engine is
+    disposed of on leaving."""
+    conf = bench_claims_load.make_conf(f"sqlite:///{path}")
+    conf.set_override("sqlite_synchronous", False, group="database")
+    engine = db_api.get_engine(conf)
+    schema.db_sync(engine)
+    try:
+        with clock.simulated(clock.SimulatedClock(runner.START)) as now:
+            fleet = fleet_mod.SimulatedFleet(
+                engine, fleet_mod.FleetSpec(hosts, 32, 131072))
+            fleet.create()
+            cache = HostManager(conf)
+            cache.host_states()
+            yield engine, fleet, cache, now
+    finally:
+        engine.dispose()
+
+
 #: The changed rows' columns, as the host cache's scan reads them.
 SELECT_CHANGED = (f"SELECT {', '.join(NodeRow._fields)} FROM compute_nodes "
                  "WHERE changed_at > ?")
@@ -190,26 +217,15 @@ def main() -> int:
     args = parser.parse_args()
     if args.hosts < PHASES:
         parser.error(f"--hosts must be at least {PHASES}: one node a phase")
-    # Where and as the simulator keeps its scratch database.
     with simulation_runs.scratch_directory() as directory:
         path = os.path.join(directory, "reports.sqlite")
-        conf = bench_claims_load.make_conf(f"sqlite:///{path}")
-        conf.set_override("sqlite_synchronous", False, group="database")
-        engine = db_api.get_engine(conf)
-        schema.db_sync(engine)
-        with clock.simulated(clock.SimulatedClock(runner.START)) as now:
-            fleet = fleet_mod.SimulatedFleet(
-                engine, fleet_mod.FleetSpec(args.hosts, 32, 131072))
-            fleet.create()
-            cache = HostManager(conf)
-            cache.host_states()
+        with scratch_fleet(path, args.hosts) as (engine, fleet, cache, now):
             gc_tuning.tune()
             print(f"{args.rounds} phases of {args.hosts // PHASES} reports",
                   file=sys.stderr)
             write, read, empty, fresh = _per_report(
                 fleet, cache, now, args.hosts, args.instances, args.rounds,
                 path)
-        engine.dispose()
         floor = _floor(path)
     print(f"report hosts={args.hosts} instances={args.instances} "
           f"write_us={write:.1f} read_us={read:.1f} "

@@ -1,8 +1,10 @@
 """HostManager on PostgreSQL: an incremental refresh reads one change."""
 
+import contextlib
 import datetime
 import json
 import uuid
+from collections.abc import Iterator
 
 import sqlalchemy as sa
 from oslo_config import cfg
@@ -88,17 +90,30 @@ def _drop_other_sessions(url: str) -> int:
         killer.dispose()
 
 
-def test_incremental_refresh_reads_one_changed_node(postgresql_url):
-    conf = _conf(postgresql_url)
+@contextlib.contextmanager
+def _nodes(url: str, nodes: list[dict]
+           ) -> Iterator[tuple[cfg.ConfigOpts, sa.Engine]]:
+    """The scheduler's config and engine on ``url``, its schema synced
+    and ``nodes`` inserted."""
+    conf = _conf(url)
     try:
         engine = db_api.get_engine(conf)
         schema.db_sync(engine)
-        when = models.utcnow() - datetime.timedelta(seconds=30)
         with engine.begin() as connection:
-            # Agents report at different times: one second apart.
-            connection.execute(NODES.insert(), [
-                _node(i, when - datetime.timedelta(seconds=i))
-                for i in range(200)])
+            connection.execute(NODES.insert(), nodes)
+        yield conf, engine
+    finally:
+        conf.clear_override("connection", group="database")
+        db_api.dispose_engines()
+
+
+def test_incremental_refresh_reads_one_changed_node(postgresql_url):
+    when = models.utcnow() - datetime.timedelta(seconds=30)
+    # Agents report at different times: one second apart.
+    with _nodes(postgresql_url, [
+            _node(i, when - datetime.timedelta(seconds=i))
+            for i in range(200)]) as (conf, engine):
+        with engine.connect() as connection:
             node_id = connection.execute(sa.select(NODES.c.id).where(
                 NODES.c.host == "node-042")).scalar_one()
         manager = HostManager(conf)
@@ -132,9 +147,6 @@ def test_incremental_refresh_reads_one_changed_node(postgresql_url):
         # timeout): the next refresh runs again on a new one.
         assert _drop_other_sessions(postgresql_url) >= 1
         assert len(manager.host_states()) == 200
-    finally:
-        conf.clear_override("connection", group="database")
-        db_api.dispose_engines()
 
 
 def test_a_policy_counter_dropped_under_a_worker_fails_no_refresh(
@@ -143,14 +155,9 @@ def test_a_policy_counter_dropped_under_a_worker_fails_no_refresh(
     # read, goes with a schema downgraded below revision 0004 while the
     # worker runs: its hosts are read as before, on the same connection
     # (autocommit: the failed scan leaves no transaction aborted).
-    conf = _conf(postgresql_url)
-    try:
-        engine = db_api.get_engine(conf)
-        schema.db_sync(engine)
-        when = models.utcnow() - datetime.timedelta(seconds=30)
-        with engine.begin() as connection:
-            connection.execute(NODES.insert(), [_node(i, when)
-                                                for i in range(20)])
+    when = models.utcnow() - datetime.timedelta(seconds=30)
+    with _nodes(postgresql_url,
+                [_node(i, when) for i in range(20)]) as (conf, engine):
         manager = HostManager(conf)
         changes: list = []
         live = LivePolicies(conf, cluster_policy.load_policies(conf),
@@ -166,6 +173,3 @@ def test_a_policy_counter_dropped_under_a_worker_fails_no_refresh(
             assert not manager.last_refresh.full
         assert live.generation is None and live.current == live.base
         assert "Cannot read stored scheduling policies" in caplog.text
-    finally:
-        conf.clear_override("connection", group="database")
-        db_api.dispose_engines()
