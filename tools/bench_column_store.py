@@ -60,7 +60,6 @@ from scheduler.db.host_queries import NodeRow
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.hosts.table import epoch
-from scheduler.simulation import fleet as fleet_mod
 from scheduler.simulation import runs as simulation_runs
 
 _read_entries = decode._read_entries
@@ -171,63 +170,40 @@ def check(sketch: ColumnSketch, cache: HostManager) -> None:
                 name, "mean", WINDOW), rel_tol=1e-9), (host.host, name)
 
 
-def _fresh_floor(driver: sqlite3.Connection, newest: str, count: int
-                 ) -> tuple[float, float]:
-    """CPU seconds of sqlite3 fetching the rows changed after ``newest``
-    (``count`` of them) and of msgspec parsing their reports."""
-    began = time.process_time()
-    rows = driver.execute(bench_reports.SELECT_CHANGED, (newest,)).fetchall()
-    fetched = time.process_time()
-    assert len(rows) == count, "the phase's rows, as written"
-    metrics = NodeRow._fields.index("metrics")
-    for row in rows:
-        msgspec.json.decode(row[metrics])
-    return fetched - began, time.process_time() - fetched
-
-
 def _phases(fleet, cache, sketch, engine, driver, sim_clock, hosts,
             rounds):
     """(cache read, sketch read, sketch fetch, fresh fetch, parse) CPU µs
     per report."""
-    phase_hosts = [np.arange(p, hosts, bench_reports.PHASES)
-                   for p in range(bench_reports.PHASES)]
-    entries = {host: [(fleet_mod.instance_uuid(host * 1000 + i), 12.5)
-                      for i in range(3)] for host in range(hosts)}
-    step = bench_reports.REPORT_INTERVAL / bench_reports.PHASES
     spent = np.zeros(5)
     reports = 0
+    metrics = NodeRow._fields.index("metrics")
     # The nodes' first reports, as the cache's first load read them.
     with engine.connect() as connection:
         rows = host_queries.scan_after(connection,
                                        datetime.datetime(1970, 1, 1)).rows
     sketch.read(rows)
     watermark = max(row.changed_at for row in rows)
-    for number in range(bench_reports.PHASES + rounds):
-        chosen = phase_hosts[number % bench_reports.PHASES]
-        now = (number + 1) * step
-        newest = driver.execute(
-            "SELECT max(changed_at) FROM compute_nodes").fetchone()[0]
-        sim_clock.advance_to(now)
-        slot = int(now // 300)
-        fleet.report(chosen, 20.0 + slot % 7 + chosen / hosts,
-                     np.full(len(chosen), 8192), [(slot, 0)] * len(chosen),
-                     entries.__getitem__)
-        sim_clock.advance_to(now + bench_reports.AFTER_WRITES)
+    for measured, chosen, newest, _ in bench_reports.written_phases(
+            fleet, sim_clock, driver, hosts, 3, rounds, own_values=True):
         began = time.process_time()
         cache.host_states()
         cached = time.process_time()
         with engine.connect() as connection:
-            rows = host_queries.scan_after(
-                connection, watermark).rows
+            rows = host_queries.scan_after(connection, watermark).rows
             fetched = time.process_time()
             sketch.read(rows)
         done = time.process_time()
         assert len(rows) == len(chosen), "the phase's rows"
         watermark = max(row.changed_at for row in rows)
-        floor = _fresh_floor(driver, newest, len(chosen))
-        if number >= bench_reports.PHASES:
+        fetch, found = bench_reports.fresh_fetch(driver, newest,
+                                                 len(chosen))
+        parse_began = time.process_time()
+        for row in found:
+            msgspec.json.decode(row[metrics])
+        parse = time.process_time() - parse_began
+        if measured:
             spent += (cached - began, done - cached, fetched - cached,
-                      *floor)
+                      fetch, parse)
             reports += len(chosen)
     return 1e6 * spent / reports
 
@@ -248,7 +224,8 @@ def main() -> int:
             nodes = sorted(host.node_id for host in cache.host_states())
             sketch = ColumnSketch(nodes)
             gc_tuning.tune()
-            print(f"{args.rounds} phases of {args.hosts // 12} reports",
+            print(f"{args.rounds} phases of "
+                  f"{args.hosts // bench_reports.PHASES} reports",
                   file=sys.stderr)
             driver = sqlite3.connect(path, isolation_level=None)
             cache_read, sketch_read, sketch_fetch, fresh, parse = _phases(

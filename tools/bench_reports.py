@@ -80,19 +80,21 @@ REPORT_INTERVAL = runner.Settings.report_interval
 AFTER_WRITES = 1e-6
 
 
-def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
-                sim_clock: clock.SimulatedClock, hosts: int,
-                instances: int, rounds: int, path: str
-                ) -> tuple[float, float, float, float]:
-    """(write, read, empty refresh, fresh fetch) CPU microseconds per
-    report."""
+def written_phases(fleet: fleet_mod.SimulatedFleet,
+                   sim_clock: clock.SimulatedClock,
+                   driver: sqlite3.Connection, hosts: int, instances: int,
+                   rounds: int, own_values: bool = False
+                   ) -> Iterator[tuple[bool, np.ndarray, str, float]]:
+    """Each of ``PHASES + rounds`` report phases, its nodes' reports
+    written (``instances`` instance entries each; ``own_values``: each
+    node's cpu.percent off the others' by its number over ``hosts``) and
+    the clock moved just past them: (measured, the phase's nodes, the
+    newest change stamp before its writes as stored, CPU seconds of the
+    writes). The first round is not measured: it fills the templates."""
     phase_hosts = [np.arange(p, hosts, PHASES) for p in range(PHASES)]
     entries = {host: [(fleet_mod.instance_uuid(host * 1000 + i), 12.5)
                       for i in range(instances)] for host in range(hosts)}
     step = REPORT_INTERVAL / PHASES
-    wrote = read = fetched = 0.0
-    rows = 0
-    driver = sqlite3.connect(path, isolation_level=None)
     for number in range(PHASES + rounds):
         newest = driver.execute(
             "SELECT max(changed_at) FROM compute_nodes").fetchone()[0]
@@ -103,21 +105,47 @@ def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
         # reports of a node repeat its values with a new time, as in a
         # simulation.
         slot = int(now // 300)
+        cpu = np.full(len(chosen), 20.0 + slot % 7)
+        if own_values:
+            cpu += chosen / hosts
         began = time.process_time()
-        fleet.report(chosen, np.full(len(chosen), 20.0 + slot % 7),
-                     np.full(len(chosen), 8192), [(slot, 0)] * len(chosen),
-                     entries.__getitem__)
-        written = time.process_time()
+        fleet.report(chosen, cpu, np.full(len(chosen), 8192),
+                     [(slot, 0)] * len(chosen), entries.__getitem__)
+        wrote = time.process_time() - began
         sim_clock.advance_to(now + AFTER_WRITES)
+        yield number >= PHASES, chosen, newest, wrote
+
+
+def fresh_fetch(driver: sqlite3.Connection, newest: str,
+                count: int) -> tuple[float, list[tuple]]:
+    """CPU seconds of sqlite3 fetching the rows changed after ``newest``
+    (``count`` of them: checked), and the rows."""
+    began = time.process_time()
+    rows = driver.execute(SELECT_CHANGED, (newest,)).fetchall()
+    spent = time.process_time() - began
+    assert len(rows) == count, "the phase's rows, as written"
+    return spent, rows
+
+
+def _per_report(fleet: fleet_mod.SimulatedFleet, cache: HostManager,
+                sim_clock: clock.SimulatedClock, hosts: int,
+                instances: int, rounds: int, path: str
+                ) -> tuple[float, float, float, float]:
+    """(write, read, empty refresh, fresh fetch) CPU microseconds per
+    report."""
+    wrote = read = fetched = 0.0
+    rows = 0
+    driver = sqlite3.connect(path, isolation_level=None)
+    for measured, chosen, newest, writes in written_phases(
+            fleet, sim_clock, driver, hosts, instances, rounds):
+        began = time.process_time()
         cache.host_states()
         done = time.process_time()
-        found = driver.execute(SELECT_CHANGED, (newest,)).fetchall()
-        fetch_done = time.process_time()
-        assert len(found) == len(chosen), "the phase's rows, as written"
-        if number >= PHASES:  # the first round fills the templates
-            wrote += written - began
-            read += done - written
-            fetched += fetch_done - done
+        fetch, _ = fresh_fetch(driver, newest, len(chosen))
+        if measured:
+            wrote += writes
+            read += done - began
+            fetched += fetch
             rows += len(chosen)
     empty = 0.0
     for _ in range(200):
@@ -168,11 +196,10 @@ def _floor(path: str, repeat: int = 200) -> dict[str, float]:
     after = database.execute(
         "SELECT max(changed_at) FROM compute_nodes WHERE changed_at < ?",
         (newest,)).fetchone()[0]
-    select = SELECT_CHANGED
-    rows = database.execute(select, (after,)).fetchall()
+    rows = database.execute(SELECT_CHANGED, (after,)).fetchall()
     began = time.process_time()
     for _ in range(repeat):
-        database.execute(select, (after,)).fetchall()
+        database.execute(SELECT_CHANGED, (after,)).fetchall()
     fetch = time.process_time() - began
     texts = [row[NodeRow._fields.index("metrics")] for row in rows]
     began = time.process_time()
