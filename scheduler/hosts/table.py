@@ -258,21 +258,31 @@ class HostTable:
                 self._floors = {}
         columns = {}
         positions = list(rows)
+        # A claim taken into the cache replaces one host, a refresh tens.
+        few = len(positions) <= 16
         for key, (array, builder) in carried:
             dtype, value = builder
             if hand_over:
-                array.flags.writeable = True
+                array.setflags(write=True)
             else:
                 array = array.copy()
-            before = array[positions].tolist() if key in floors else None
+            before = _values(array, positions, few) if key in floors else None
             for index, host in rows.items():
                 array[index] = value(host)
-            array.flags.writeable = False
+            array.setflags(write=False)
             columns[key] = (array, builder)
             if before is not None:
                 floors[key] = _lowered(floors[key], before,
-                                       array[positions].tolist())
+                                       _values(array, positions, few))
         return HostTable(hosts, columns, self._name_rank, floors)
+
+
+def _values(array: np.ndarray, positions: list[int], few: bool) -> list:
+    """The values at ``positions``, read one by one when ``few``: a fancy
+    index costs a few µs, for every column of every version."""
+    if few:
+        return [array.item(position) for position in positions]
+    return array[positions].tolist()
 
 
 class _Interner:
