@@ -31,7 +31,12 @@ Full reloads of the host cache, which a serving worker leaves to its
 background thread, are kept out of the measured window.
 
 Prints one line per part (``part=refresh cpu_ms=... share=...``), then
-the total, and the PostgreSQL backends' CPU per call beside it. Compare
+the total, and the PostgreSQL backends' CPU per call beside it; then the
+database round trips of a call (statements, commits and rollbacks the
+engine sent) and what one costs the calling thread, measured in the
+same run on a bare ``SELECT 1`` over the same engine's driver cursor:
+their product is the part of a decision no engine or cache work can
+take away while it talks to the database that way. Compare
 the total with ``bench_service``'s ``server_cpu_ms`` minus echo-notify's:
 the difference is what the RPC layer and the notification process add
 to a decision beyond what a bare oslo.messaging server spends.
@@ -47,6 +52,8 @@ import time
 import uuid
 from collections.abc import Callable
 from collections.abc import Iterator
+
+import sqlalchemy as sa
 
 try:
     # tools/ is sys.path[0] when this file runs as a script.
@@ -144,12 +151,15 @@ def measure(url: str, admin_url: str, database: str, hosts: int,
             decide()
         clock.seconds.clear()
         backends = bench_postgres.backend_cpu(admin_url, database)
-        started = time.thread_time()
-        for done in range(calls):
-            decide()
-            if done % 500 == 499:
-                print(f"{done + 1}/{calls} calls", file=sys.stderr)
-        total = time.thread_time() - started
+        # The request path's engine (no pre-ping) and the others.
+        with round_trips([engine, db_api.get_engine(conf, pre_ping=False)]
+                         ) as sent:
+            started = time.thread_time()
+            for done in range(calls):
+                decide()
+                if done % 500 == 499:
+                    print(f"{done + 1}/{calls} calls", file=sys.stderr)
+            total = time.thread_time() - started
     database_cpu = bench_postgres.backend_cpu_used(
         backends, bench_postgres.backend_cpu(admin_url, database))
     parts = {part: seconds / calls * 1000
@@ -157,7 +167,49 @@ def measure(url: str, admin_url: str, database: str, hosts: int,
     parts["rest"] = total / calls * 1000 - sum(parts.values())
     parts["total"] = total / calls * 1000
     parts["db_backend"] = database_cpu / calls * 1000
+    parts["round_trips"] = sent[0] / calls
+    parts["bare_round_trip"] = bare_round_trip_ms(engine)
     return parts
+
+
+@contextlib.contextmanager
+def round_trips(engines: list[sa.Engine]) -> Iterator[list[int]]:
+    """A one-item list counting the statements, commits and rollbacks
+    ``engines`` send during the block (the driver statements of the
+    request path included: they run through the connection's hook)."""
+    sent = [0]
+
+    def count(*_args: object) -> None:
+        sent[0] += 1
+
+    listened = [(engine, event) for engine in set(engines)
+                for event in ("before_cursor_execute", "commit",
+                              "rollback")]
+    for engine, event in listened:
+        sa.event.listen(engine, event, count)
+    try:
+        yield sent
+    finally:
+        for engine, event in listened:
+            sa.event.remove(engine, event, count)
+
+
+def bare_round_trip_ms(engine: sa.Engine, repeat: int = 2000) -> float:
+    """The calling thread's CPU milliseconds for one ``SELECT 1`` on the
+    driver's cursor (the cheapest round trip the engine's driver
+    makes)."""
+    with engine.connect() as connection:
+        cursor = connection.connection.cursor()
+        for _ in range(100):
+            cursor.execute("SELECT 1")
+            cursor.fetchall()
+        started = time.thread_time()
+        for _ in range(repeat):
+            cursor.execute("SELECT 1")
+            cursor.fetchall()
+        spent = time.thread_time() - started
+        cursor.close()
+    return spent / repeat * 1000
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
               f"share={spent / total:.0%}")
     print(f"part=total hosts={args.hosts} cpu_ms={total:.3f} "
           f"db_backend_cpu_ms={parts['db_backend']:.3f}")
+    trips, each = parts["round_trips"], parts["bare_round_trip"]
+    print(f"round_trips_per_call={trips:.2f} "
+          f"bare_round_trip_cpu_ms={each:.3f} "
+          f"round_trips_cpu_ms={trips * each:.3f}")
     return 0
 
 
