@@ -248,7 +248,9 @@ class FilterScheduler:
                     if rejection is not None:
                         alive[row] = False
                         removed.add(row, host_filter, rejection)
-            else:
+            elif not verdicts.all():
+                # (Most filters pass every host of a healthy fleet: one
+                # reduction then, not a mask, its test and an update.)
                 removed.add_all(alive & ~verdicts, host_filter)
                 alive &= verdicts
         return np.flatnonzero(alive)
