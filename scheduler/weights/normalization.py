@@ -84,6 +84,18 @@ def normalize(mode: str, raw: Sequence[float | None],
 def normalize_array(mode: str, raw: np.ndarray,
                     maximum: float | None = None) -> np.ndarray:
     """``normalize()`` over a float array, NaN for unavailable."""
+    if mode == "minmax" and raw.size:
+        # The usual case, every value there and finite, from the extremes
+        # alone (min and max propagate NaN): two passes over the
+        # candidates fewer than finding the missing ones first.
+        lowest, highest = raw.min(), raw.max()
+        spread = highest - lowest
+        if math.isfinite(spread):
+            if spread == 0:
+                return np.zeros(len(raw))
+            normalized = raw - lowest
+            normalized /= spread
+            return normalized
     missing = np.isnan(raw)
     # Usually every candidate has a value: then the available values are
     # the raw ones, and neither a masked copy nor a masked choice is

@@ -3,6 +3,7 @@
 import math
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -276,3 +277,31 @@ def test_weight_maximum_must_be_positive_and_finite(conf, value):
                       group="filter_scheduler")
     with pytest.raises(exception.ConfigError, match="weight_maximums"):
         normalization.validate_weight_maximums(conf)
+
+
+def _minmax_by_definition(raw: np.ndarray) -> np.ndarray:
+    """minmax of the available values, written out: NaN stays NaN."""
+    missing = np.isnan(raw)
+    available = raw[~missing]
+    if not available.size:
+        return np.where(missing, np.nan, 0.0)
+    lowest = available.min()
+    spread = available.max() - lowest
+    if spread == 0:
+        return np.where(missing, np.nan, 0.0)
+    return (raw - lowest) / spread
+
+
+@given(st.lists(st.one_of(
+    st.floats(), st.sampled_from([0.0, -0.0, 1e308, -1e308, math.inf])),
+    max_size=12))
+def test_property_minmax_is_its_definition_to_the_bit(values):
+    # Complete and finite arrays take a shorter path (their extremes
+    # alone); NaN, infinities and spreads past the doubles do not.
+    raw = np.array(values, dtype=float)
+    got = normalization.normalize_array("minmax", raw)
+    want = _minmax_by_definition(raw)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    nan = np.isnan(want)
+    assert (np.isnan(got) == nan).all()
+    assert got[~nan].tobytes() == want[~nan].tobytes()
