@@ -10,6 +10,7 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.filters import everyone
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
 from scheduler.request.spec import RequestSpec
@@ -68,13 +69,13 @@ class CapacityFilter(BaseHostFilter):
 
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         needed = getattr(spec.flavor, self.flavor_amount)
-        ok = np.ones(len(table), dtype=bool)
+        ok = everyone(table)
         if needed <= 0:
             return ok
         for name in (self.free, self.capacity):
             # Where every host has room, no pass over the hosts.
             if not table.attribute_at_least(name, needed):
-                ok &= table.attribute(name) >= needed
+                ok = ok & (table.attribute(name) >= needed)
         return ok
 
     def why_rejected(self, host: HostState,

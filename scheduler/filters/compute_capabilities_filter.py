@@ -10,6 +10,7 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.filters import everyone
 from scheduler.filters.nova_names import NOVA_NAMES
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
@@ -152,7 +153,7 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         checks = spec.memo("ComputeCapabilitiesFilter",
                            lambda: _checks(spec))
-        ok = np.ones(len(table), dtype=bool)
+        ok = everyone(table)
         for check in checks:
             # Each distinct value (CPU model, feature list ...) is matched
             # once, however many hosts share it.
@@ -162,7 +163,8 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
                                                  check.keys))
             verdicts = np.fromiter((check.accepts(value) for value in values),
                                    dtype=bool, count=len(values))
-            ok &= by_code(codes, verdicts)
+            if not verdicts.all():  # (each distinct value passes, usually)
+                ok = ok & by_code(codes, verdicts)
         return ok
 
     def why_rejected(self, host: HostState,

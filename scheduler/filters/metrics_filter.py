@@ -7,6 +7,7 @@ import numpy as np
 from scheduler.conf import metric_stat
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.filters import everyone
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import MetricsWindow
 from scheduler.hosts.state import metrics_window
@@ -44,13 +45,13 @@ class MetricsFilter(BaseHostFilter):
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         window, names = spec.memo("MetricsFilter",
                                   lambda: self._prepare(spec))
-        ok = np.ones(len(table), dtype=bool)
+        ok = everyone(table)
         for name in names:
             broken = table.column(("bad_metric", name), bool,
                                   lambda host, name=name:
                                   name in host.bad_metrics)
-            ok &= ~broken & ~np.isnan(fresh_metric(table, name,
-                                                   window.cutoff))
+            ok = ok & ~broken & ~np.isnan(fresh_metric(table, name,
+                                                       window.cutoff))
         return ok
 
     def why_rejected(self, host: HostState,

@@ -5,6 +5,7 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.filters import everyone
 from scheduler.filters.metrics_filter import unavailable_detail
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import MetricsWindow
@@ -41,12 +42,11 @@ class ResourcesThresholdFilter(BaseHostFilter):
 
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         window = metrics_window(spec, self.conf)
-        ok = np.ones(len(table), dtype=bool)
+        ok = everyone(table)
         for resource in _thresholds(spec):
             values = fresh_metric(table, resource.metric, window.cutoff)
             # NaN fails every comparison but !=: test for it first.
-            ok &= ~np.isnan(values)
-            ok &= _satisfied(resource, values)
+            ok = ok & ~np.isnan(values) & _satisfied(resource, values)
         return ok
 
     def why_rejected(self, host: HostState,
