@@ -269,7 +269,7 @@ class FilterScheduler:
         lacking = np.zeros(len(candidates), dtype=bool)
         for weigher, (raw, failed) in zip(weighers, raws, strict=True):
             if (plugin_guard.hook(weigher, "unavailable_removes_host", spec)
-                    and _has_nan(raw)):
+                    and normalization.has_nan(raw)):
                 newly = np.isnan(raw) & ~lacking
                 if failed is not None:
                     newly &= ~failed
@@ -300,7 +300,7 @@ class FilterScheduler:
             # multiplier; nor a masked choice when nobody lacks a value.
             weighted = (normalized if multiplier == 1.0
                         else multiplier * normalized)
-            if _has_nan(normalized):
+            if normalization.has_nan(normalized):
                 weighted = np.where(np.isnan(normalized), unavailable_weight,
                                     weighted)
             weighed.terms.append((weigher.name, raw, normalized,
@@ -319,12 +319,6 @@ class FilterScheduler:
         alternates = [rank for rank in range(min(opts.max_attempts, count))
                       if rank != chosen]
         return [chosen] + alternates[:opts.max_attempts - 1]
-
-
-def _has_nan(values: np.ndarray) -> bool:
-    """Whether a weight is NaN (unavailable): one pass, as min()
-    propagates NaN, where a mask and its test are two."""
-    return bool(values.size) and np.isnan(values.min())
 
 
 def best_first(totals: np.ndarray, name_ranks: np.ndarray,

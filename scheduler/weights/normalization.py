@@ -81,6 +81,12 @@ def normalize(mode: str, raw: Sequence[float | None],
             for v in normalize_array(mode, values, maximum).tolist()]
 
 
+def has_nan(values: np.ndarray) -> bool:
+    """Whether a value is NaN (a weight unavailable): one pass, as min()
+    propagates NaN, where a mask and its test are two."""
+    return bool(values.size) and bool(np.isnan(values.min()))
+
+
 def normalize_array(mode: str, raw: np.ndarray,
                     maximum: float | None = None) -> np.ndarray:
     """``normalize()`` over a float array, NaN for unavailable."""

@@ -8,6 +8,7 @@ from scheduler.hosts.table import fresh_metric
 from scheduler.request.spec import RequestSpec
 from scheduler.weights import BaseHostWeigher
 from scheduler.weights import metric_scale
+from scheduler.weights import normalization
 
 _SIGNS = {"max": 1.0, "min": -1.0}
 
@@ -48,12 +49,13 @@ class ResourcesWeigher(BaseHostWeigher):
             return metric_scale.scaled_sum(
                 scale, columns, [sign for _metric, sign in goals],
                 len(rows))
-        available = np.ones(len(rows), dtype=bool)
-        for column in columns:
-            available &= ~np.isnan(column)
-        # Usually every host has every goal metric: no masked copies nor
-        # choices then (each a pass over the candidates).
-        complete = available.all()
+        # Usually every host has every goal metric: no mask, masked
+        # copies nor choices then (each a pass over the candidates).
+        complete = not any(map(normalization.has_nan, columns))
+        if not complete:
+            available = np.ones(len(rows), dtype=bool)
+            for column in columns:
+                available &= ~np.isnan(column)
         total = np.zeros(len(rows))
         for (_metric, sign), column in zip(goals, columns, strict=True):
             scale = np.abs(column if complete else column[available]).max(
