@@ -233,7 +233,6 @@ class FilterScheduler:
         recorded in ``removed`` under the first filter that rejects
         them. Plugins that raise: ``plugin_guard``."""
         alive = np.ones(len(table), dtype=bool)
-        passing = filters.everyone(table)
         for host_filter in self.filters:
             if not plugin_guard.hook(host_filter, "applies", spec):
                 continue
@@ -249,7 +248,7 @@ class FilterScheduler:
                     if rejection is not None:
                         alive[row] = False
                         removed.add(row, host_filter, rejection)
-            elif verdicts is not passing and not verdicts.all():
+            elif not verdicts.all():
                 # (Most filters pass every host of a healthy fleet: one
                 # reduction then, not a mask, its test and an update.)
                 removed.add_all(alive & ~verdicts, host_filter)

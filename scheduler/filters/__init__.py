@@ -59,25 +59,6 @@ class Rejection:
 UNEXPLAINED = Rejection("rejected", "the filter gave no reason")
 
 
-#: everyone()'s arrays, by size (a fleet's, the few of private tables).
-_EVERYONE: dict[int, np.ndarray] = {}
-
-
-def everyone(table: HostTable) -> np.ndarray:
-    """The verdicts of a column form when every host of ``table`` passes:
-    one read-only array of True per size, shared, which the engine tells
-    by identity (no pass over it, no array made)."""
-    size = len(table)
-    found = _EVERYONE.get(size)
-    if found is None:
-        if len(_EVERYONE) >= 64:
-            _EVERYONE.clear()
-        found = np.ones(size, dtype=bool)
-        found.flags.writeable = False
-        _EVERYONE[size] = found
-    return found
-
-
 def checked_verdicts(verdicts: object, size: int) -> np.ndarray:
     """``verdicts`` (what a ``passes()`` returned) as a boolean array of
     ``size`` verdicts; TypeError when it is anything else."""

@@ -10,7 +10,6 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.filters import everyone
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
 from scheduler.request.spec import RequestSpec
@@ -69,13 +68,13 @@ class CapacityFilter(BaseHostFilter):
 
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         needed = getattr(spec.flavor, self.flavor_amount)
-        ok = everyone(table)
+        ok = np.ones(len(table), dtype=bool)
         if needed <= 0:
             return ok
         for name in (self.free, self.capacity):
             # Where every host has room, no pass over the hosts.
             if not table.attribute_at_least(name, needed):
-                ok = ok & (table.attribute(name) >= needed)
+                ok &= table.attribute(name) >= needed
         return ok
 
     def why_rejected(self, host: HostState,

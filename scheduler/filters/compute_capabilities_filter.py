@@ -10,7 +10,6 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.filters import everyone
 from scheduler.filters.nova_names import NOVA_NAMES
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
@@ -153,7 +152,7 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         checks = spec.memo("ComputeCapabilitiesFilter",
                            lambda: _checks(spec))
-        ok = everyone(table)
+        ok = np.ones(len(table), dtype=bool)
         for check in checks:
             # Each distinct value (CPU model, feature list ...) is matched
             # once, however many hosts share it.
@@ -164,7 +163,7 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
             verdicts = np.fromiter((check.accepts(value) for value in values),
                                    dtype=bool, count=len(values))
             if not verdicts.all():  # (each distinct value passes, usually)
-                ok = ok & by_code(codes, verdicts)
+                ok &= by_code(codes, verdicts)
         return ok
 
     def why_rejected(self, host: HostState,

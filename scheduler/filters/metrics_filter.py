@@ -7,7 +7,6 @@ import numpy as np
 from scheduler.conf import metric_stat
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.filters import everyone
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import MetricsWindow
 from scheduler.hosts.state import metrics_window
@@ -45,14 +44,17 @@ class MetricsFilter(BaseHostFilter):
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         window, names = spec.memo("MetricsFilter",
                                   lambda: self._prepare(spec))
-        ok = everyone(table)
+        # Each metric's verdicts a new array: the first is the start
+        # (no array of ones), and a subclass may narrow what it gets.
+        ok = None
         for name in names:
             broken = table.column(("bad_metric", name), bool,
                                   lambda host, name=name:
                                   name in host.bad_metrics)
-            ok = ok & ~broken & ~np.isnan(fresh_metric(table, name,
-                                                       window.cutoff))
-        return ok
+            fresh = ~broken & ~np.isnan(fresh_metric(table, name,
+                                                     window.cutoff))
+            ok = fresh if ok is None else ok & fresh
+        return np.ones(len(table), dtype=bool) if ok is None else ok
 
     def why_rejected(self, host: HostState,
                      spec: RequestSpec) -> Rejection | None:

@@ -5,7 +5,6 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
-from scheduler.filters import everyone
 from scheduler.filters.metrics_filter import unavailable_detail
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import MetricsWindow
@@ -42,12 +41,13 @@ class ResourcesThresholdFilter(BaseHostFilter):
 
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         window = metrics_window(spec, self.conf)
-        ok = everyone(table)
+        ok = None  # as MetricsFilter's: no array of ones first
         for resource in _thresholds(spec):
             values = fresh_metric(table, resource.metric, window.cutoff)
             # NaN fails every comparison but !=: test for it first.
-            ok = ok & ~np.isnan(values) & _satisfied(resource, values)
-        return ok
+            met = ~np.isnan(values) & _satisfied(resource, values)
+            ok = met if ok is None else ok & met
+        return np.ones(len(table), dtype=bool) if ok is None else ok
 
     def why_rejected(self, host: HostState,
                      spec: RequestSpec) -> Rejection | None:

@@ -163,6 +163,22 @@ def test_the_capacity_shape_serves_any_resource(conf, vcpus, claimed, ratio,
     assert (rejection and rejection.reason) == reason
 
 
+@pytest.mark.parametrize("vcpus", [0, 1])
+def test_a_subclass_may_narrow_the_verdicts_it_inherits_in_place(conf,
+                                                                  vcpus):
+    # Every host has room (or the flavor asks none): the verdicts the
+    # built-in filter answers are still an array of the subclass's own.
+    class EightOrMore(GpuFilter):
+        def passes(self, table, spec):
+            ok = super().passes(table, spec)
+            ok &= table.attribute("vcpus") >= 8
+            return ok
+
+    decision = make(conf, [EightOrMore(conf)]).explain(
+        spec(vcpus=vcpus), [make_host("a", vcpus=4), make_host("b", vcpus=8)])
+    assert [h.host for h in decision.selected] == ["b"]
+
+
 class HalfWeigher(weights.BaseHostWeigher):
     """Column form only: half the free RAM, NaN without vCPUs."""
 
