@@ -32,9 +32,11 @@ background thread, are kept out of the measured window.
 
 Prints one line per part (``part=refresh cpu_ms=... share=...``), then
 the total, and the PostgreSQL backends' CPU per call beside it; then the
-database round trips of a call (statements, commits and rollbacks the
-engine sent) and what one costs the calling thread, measured in the
-same run on a bare ``SELECT 1`` over the same engine's driver cursor:
+database round trips of a call (the statements, commits and rollbacks
+of every engine it used: a commit on a connection in autocommit counts
+though it sends nothing, a pre-ping does not count) and what one costs
+the calling thread, measured in the same run on a bare ``SELECT 1`` over
+the request path's engine's driver cursor:
 their product is the part of a decision no engine or cache work can
 take away while it talks to the database that way. Compare
 the total with ``bench_service``'s ``server_cpu_ms`` minus echo-notify's:
@@ -168,15 +170,18 @@ def measure(url: str, admin_url: str, database: str, hosts: int,
     parts["total"] = total / calls * 1000
     parts["db_backend"] = database_cpu / calls * 1000
     parts["round_trips"] = sent[0] / calls
-    parts["bare_round_trip"] = bare_round_trip_ms(engine)
+    parts["bare_round_trip"] = bare_round_trip_ms(
+        db_api.get_engine(conf, pre_ping=False))
     return parts
 
 
 @contextlib.contextmanager
 def round_trips(engines: list[sa.Engine]) -> Iterator[list[int]]:
     """A one-item list counting the statements, commits and rollbacks
-    ``engines`` send during the block (the driver statements of the
-    request path included: they run through the connection's hook)."""
+    of ``engines`` during the block (the driver statements of the
+    request path included: they run through the connection's hook). A
+    commit or rollback counts even where the driver sends none (in
+    autocommit); a pre-ping's statement does not count."""
     sent = [0]
 
     def count(*_args: object) -> None:

@@ -113,9 +113,15 @@ class Keystone:
             [manage, "--config-file", self.config, *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
             for args in commands]
-        for args, process in running:
-            _, stderr = process.communicate(timeout=300)
-            assert process.returncode == 0, (args, stderr[-2000:])
+        try:
+            for args, process in running:
+                _, stderr = process.communicate(timeout=300)
+                assert process.returncode == 0, (args, stderr[-2000:])
+        finally:
+            for _, process in running:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
 
     def _wait(self) -> None:
         deadline = time.monotonic() + 60

@@ -305,3 +305,11 @@ def test_property_minmax_is_its_definition_to_the_bit(values):
     nan = np.isnan(want)
     assert (np.isnan(got) == nan).all()
     assert got[~nan].tobytes() == want[~nan].tobytes()
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([], False), ([1.0, 2.0], False), ([1.0, math.nan], True),
+    ([math.inf, -math.inf], False), ([math.nan, math.inf], True),
+])
+def test_has_nan(values, expected):
+    assert normalization.has_nan(np.array(values, dtype=float)) is expected
