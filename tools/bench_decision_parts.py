@@ -154,8 +154,8 @@ def measure(url: str, admin_url: str, database: str, hosts: int,
         clock.seconds.clear()
         backends = bench_postgres.backend_cpu(admin_url, database)
         # The request path's engine (no pre-ping) and the others.
-        with round_trips([engine, db_api.get_engine(conf, pre_ping=False)]
-                         ) as sent:
+        request_engine = db_api.get_engine(conf, pre_ping=False)
+        with round_trips([engine, request_engine]) as sent:
             started = time.thread_time()
             for done in range(calls):
                 decide()
@@ -170,8 +170,7 @@ def measure(url: str, admin_url: str, database: str, hosts: int,
     parts["total"] = total / calls * 1000
     parts["db_backend"] = database_cpu / calls * 1000
     parts["round_trips"] = sent[0] / calls
-    parts["bare_round_trip"] = bare_round_trip_ms(
-        db_api.get_engine(conf, pre_ping=False))
+    parts["bare_round_trip"] = bare_round_trip_ms(request_engine)
     return parts
 
 

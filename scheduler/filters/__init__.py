@@ -24,6 +24,7 @@ example plugins).
 """
 
 import dataclasses
+from collections.abc import Iterable
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,6 +58,17 @@ class Rejection:
 #: through a host its ``passes()`` removed: a plugin bug, which must not
 #: hide the host from explain output).
 UNEXPLAINED = Rejection("rejected", "the filter gave no reason")
+
+
+def all_of(conditions: Iterable[np.ndarray], size: int) -> np.ndarray:
+    """Where every one of ``conditions`` (boolean arrays of ``size``, each
+    a new one) holds, all True when there is none: the first condition
+    is the start, not an array of ones, and the result is an array of
+    the caller's own, which a subclass may narrow in place."""
+    ok = None
+    for condition in conditions:
+        ok = condition if ok is None else ok & condition
+    return np.ones(size, dtype=bool) if ok is None else ok
 
 
 def checked_verdicts(verdicts: object, size: int) -> np.ndarray:

@@ -7,6 +7,7 @@ import numpy as np
 from scheduler.conf import metric_stat
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.filters import all_of
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import MetricsWindow
 from scheduler.hosts.state import metrics_window
@@ -44,17 +45,15 @@ class MetricsFilter(BaseHostFilter):
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         window, names = spec.memo("MetricsFilter",
                                   lambda: self._prepare(spec))
-        # Each metric's verdicts a new array: the first is the start
-        # (no array of ones), and a subclass may narrow what it gets.
-        ok = None
-        for name in names:
-            broken = table.column(("bad_metric", name), bool,
-                                  lambda host, name=name:
-                                  name in host.bad_metrics)
-            fresh = ~broken & ~np.isnan(fresh_metric(table, name,
-                                                     window.cutoff))
-            ok = fresh if ok is None else ok & fresh
-        return np.ones(len(table), dtype=bool) if ok is None else ok
+        return all_of((~self._broken(table, name)
+                       & ~np.isnan(fresh_metric(table, name, window.cutoff))
+                       for name in names), len(table))
+
+    @staticmethod
+    def _broken(table: HostTable, name: str) -> np.ndarray:
+        """Where the host's latest word on ``name`` is malformed."""
+        return table.column(("bad_metric", name), bool,
+                            lambda host: name in host.bad_metrics)
 
     def why_rejected(self, host: HostState,
                      spec: RequestSpec) -> Rejection | None:

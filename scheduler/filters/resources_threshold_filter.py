@@ -5,6 +5,7 @@ import numpy as np
 
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.filters import all_of
 from scheduler.filters.metrics_filter import unavailable_detail
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import MetricsWindow
@@ -41,13 +42,9 @@ class ResourcesThresholdFilter(BaseHostFilter):
 
     def passes(self, table: HostTable, spec: RequestSpec) -> np.ndarray:
         window = metrics_window(spec, self.conf)
-        ok = None  # as MetricsFilter's: no array of ones first
-        for resource in _thresholds(spec):
-            values = fresh_metric(table, resource.metric, window.cutoff)
-            # NaN fails every comparison but !=: test for it first.
-            met = ~np.isnan(values) & _satisfied(resource, values)
-            ok = met if ok is None else ok & met
-        return np.ones(len(table), dtype=bool) if ok is None else ok
+        return all_of((_met(resource, fresh_metric(table, resource.metric,
+                                                   window.cutoff))
+                       for resource in _thresholds(spec)), len(table))
 
     def why_rejected(self, host: HostState,
                      spec: RequestSpec) -> Rejection | None:
@@ -63,6 +60,13 @@ class ResourcesThresholdFilter(BaseHostFilter):
 # The threshold operators that compare whole arrays; the others (=, ==
 # and != use math.isclose) take one number at a time.
 _ELEMENTWISE = frozenset({"<", "<=", ">", ">="})
+
+
+def _met(resource: extra_specs.ResourceSpec,
+         values: np.ndarray) -> np.ndarray:
+    """Where a value is there and satisfies ``resource``: NaN fails
+    every comparison but !=, so it is tested first."""
+    return ~np.isnan(values) & _satisfied(resource, values)
 
 
 def _satisfied(resource: extra_specs.ResourceSpec,
