@@ -12,12 +12,13 @@ the values: 32 bytes per report and metric. Appended through
 are one block of rows, one array per node (``history_block``); else,
 and while the metrics hold different numbers of reports, one array per
 metric, about 250 bytes more per metric (docs/operator-guide.md,
-"Load-aware weighing").
+"Load-aware weighing"). A report whose metrics share one time (most:
+``appended_at``) is held back, with up to ``DEFERRED_REPORTS`` of them,
+and added to the block in one pass when the history is first read or
+the batch is full: most versions are never read.
 """
 
-import bisect
 import datetime
-import math
 from array import array
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ import numpy as np
 
 from scheduler.conf import metric_stat
 from scheduler.hosts import history_block
+from scheduler.hosts import history_window
 from scheduler.hosts.history_block import MAX_REPORTS
 from scheduler.hosts.table import epoch
 
@@ -35,6 +37,13 @@ from scheduler.hosts.table import epoch
 #: pairs and one of sums: the cache holds 20 metrics of every host, and
 #: an array object and its dict entry cost more than a report's values.
 _RECORD = history_block.RECORD
+#: Reports a history holds back at most (``appended_at``): a pass adding
+#: them costs about as much as copying the block once.
+DEFERRED_REPORTS = 16
+#: Held-back reports added one by one rather than in a pass, which costs
+#: more than one or two.
+_ONE_BY_ONE = 2
+_new_history = object.__new__
 
 
 class _Reading(Protocol):
@@ -42,70 +51,10 @@ class _Reading(Protocol):
     timestamp: datetime.datetime
 
 
-def _statistic(stat: str, values: Sequence[float]) -> float:
-    """``stat`` of a non-empty run of values. Plain Python: a window
-    holds tens of reports, where NumPy's per-call cost (a p95 took 100
-    µs) would dominate a host's refresh."""
-    count = len(values)
-    if stat == "max":
-        return max(values)
-    if stat == "mean":
-        return math.fsum(values) / count
-    if stat == metric_stat.STDDEV:
-        mean = math.fsum(values) / count
-        return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / count)
-    if stat == "p95":
-        # Linear interpolation between the closest ranks, as
-        # numpy.percentile does by default.
-        ordered = sorted(values)
-        rank = 0.95 * (count - 1)
-        low = int(rank)
-        high = min(low + 1, count - 1)
-        return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-    return values[-1]
-
-
-def _start(records: array, offset: int, stride: int, after: float) -> int:
-    """The first report newer than ``after`` (its number) of the metric
-    whose records are ``offset`` into every ``stride`` doubles of
-    ``records`` (its time first)."""
-    # Most often all held reports are: a history's window is mostly the
-    # one it is asked about.
-    if records[offset] > after:
-        return 0
-    return bisect.bisect_right(memoryview(records)[offset::stride], after)
-
-
-def _window_start(records: array, offset: int, stride: int,
-                  window: float) -> int:
-    """The first report within ``window`` seconds of the newest, which
-    is always in (however small the window)."""
-    newest = len(records) - stride
-    return min(_start(records, offset, stride,
-                      records[newest + offset] - window),
-               newest // stride)
-
-
-def _moments(records: array, offset: int, stride: int,
-             window: float) -> tuple[float, float]:
-    """Mean and stddev of a metric's reports over ``window`` (located
-    as for ``_start``), by running sums."""
-    start = _window_start(records, offset, stride, window) * stride + offset
-    newest = len(records) - stride + offset
-    count = (newest - start) // stride + 1
-    first = records[start + 1]
-    # The sums before the window: the running sums at its first report,
-    # without that report.
-    total = records[newest + 2] - (records[start + 2] - first)
-    squares = records[newest + 3] - (records[start + 3] - first * first)
-    mean = total / count
-    return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
-
-
 class MetricHistory:
     """The held reports of one node's metrics, by metric name."""
 
-    __slots__ = ("_series", "_layout", "_block", "_memo")
+    __slots__ = ("_series", "_layout", "_block", "_memo", "_deferred")
 
     def __init__(self, series: dict[str, array] | None = None,
                  layout: history_block.Layout | None = None,
@@ -129,10 +78,42 @@ class MetricHistory:
         # one twice, harmlessly. ("moments" holds a (mean, stddev) pair.)
         self._memo: dict[tuple[str, str, float],
                          float | tuple[float, float] | None] | None = None
+        #: Reports held back (``appended_at``): (the history they follow,
+        #: the window, their times, their values); None once added.
+        self._deferred: tuple[MetricHistory, float, tuple[float, ...],
+                              tuple[Sequence[float], ...]] | None = None
+
+    def _settle(self) -> None:
+        """Add the reports held back to the history they follow: all at
+        once (``history_block.appended_rows``) where that gives what one
+        after the other gives, else one after the other. Readers call it
+        first; two threads settling one history compute the same."""
+        deferred = self._deferred
+        if deferred is None:
+            return
+        base, window, times, rows = deferred
+        layout = base._layout
+        block = (history_block.appended_rows(base._block, layout.width,
+                                             times, rows, window)
+                 if len(times) > _ONE_BY_ONE else None)
+        if block is not None:
+            settled = MetricHistory(None, layout, block)
+        else:
+            settled, names = base, layout.names
+            for when, values in zip(times, rows, strict=True):
+                settled = settled.appended_report(
+                    names, (when,) * len(names), values, window)
+        # The deferred reports last: a reader finding them gone finds
+        # the rest set.
+        self._series, self._layout, self._block = (
+            settled._series, settled._layout, settled._block)
+        self._deferred = None
 
     def _located(self, name: str) -> tuple[array, int, int] | None:
         """Where the records of ``name`` are: every ``stride`` doubles
         from ``offset`` of an array; None when none is held."""
+        if self._deferred is not None:
+            self._settle()
         layout = self._layout
         if layout is None:
             records = self._series.get(name)
@@ -147,6 +128,8 @@ class MetricHistory:
         return records[offset + column::stride]
 
     def __len__(self) -> int:
+        if self._deferred is not None:
+            self._settle()
         layout = self._layout
         return len(self._series if layout is None else layout.names)
 
@@ -167,6 +150,8 @@ class MetricHistory:
                           for name in self.names()))
 
     def names(self) -> list[str]:
+        if self._deferred is not None:
+            self._settle()
         layout = self._layout
         return sorted(self._series if layout is None else layout.names)
 
@@ -206,8 +191,9 @@ class MetricHistory:
                 value = None
             else:
                 records, offset, stride = found
-                start = _window_start(records, offset, stride, window)
-                value = _statistic(stat, records[
+                start = history_window.window_start(records, offset,
+                                                    stride, window)
+                value = history_window.statistic(stat, records[
                     start * stride + offset + 1::stride])
         memo[key] = value
         return value
@@ -225,15 +211,19 @@ class MetricHistory:
             return memo[key]
         # Located inline, not by ``_located``: asked of every instance
         # and host version, where a call and a tuple are a tenth.
+        if self._deferred is not None:
+            self._settle()
         layout = self._layout
         if layout is None:
             records = self._series.get(name)
             result = (None if records is None
-                      else _moments(records, 0, _RECORD, window))
+                      else history_window.moments(records, 0, _RECORD,
+                                                  window))
         else:
             offset = layout.offsets.get(name)
             result = (None if offset is None else
-                      _moments(self._block, offset, layout.width, window))
+                      history_window.moments(self._block, offset,
+                                             layout.width, window))
         memo[key] = result
         return result
 
@@ -254,6 +244,36 @@ class MetricHistory:
             readings[name] = (when, float(metric.value))
         return self.appended_readings(readings, window)
 
+    def appended_at(self, names: tuple[str, ...], when: float,
+                    values: Sequence[float],
+                    window: float) -> "MetricHistory":
+        """``appended_report`` of a report whose every metric carries the
+        one time ``when`` (epoch seconds), the report held back: up to
+        ``DEFERRED_REPORTS`` of them are added to the block they follow
+        in one pass, when the history is first read or the next is due.
+        Most versions are never read (a windowed statistic is asked of
+        a host now and then, a report comes every minute), and a block
+        copied per report was most of a report's cost in the cache.
+        ``values`` is kept, not copied: never change it."""
+        deferred = self._deferred
+        if deferred is not None:
+            base, held_window, times, rows = deferred
+            held = base._layout.names
+            if (held_window == window and when > times[-1]
+                    and len(times) < DEFERRED_REPORTS
+                    and (names is held or names == held)
+                    and len(values) == len(held)):
+                return _deferring(base, window, times + (when,),
+                                  rows + (values,))
+            self._settle()
+        layout = self._layout
+        if (layout is not None and window > 0
+                and (names is layout.names or names == layout.names)
+                and len(values) == len(names)):
+            return _deferring(self, window, (when,), (values,))
+        return self.appended_report(names, (when,) * len(names), values,
+                                    window)
+
     def appended_report(self, names: tuple[str, ...],
                         times: Sequence[float], values: Sequence[float],
                         window: float) -> "MetricHistory":
@@ -264,6 +284,8 @@ class MetricHistory:
         (``history_block``) while every metric gains a report and keeps
         as many as the others; else as ``appended_readings`` holds them,
         until they keep as many again."""
+        if self._deferred is not None:
+            self._settle()
         layout = self._layout
         if len(times) == len(values) == len(names):
             if layout is not None and (names is layout.names
@@ -298,6 +320,8 @@ class MetricHistory:
         """``appended`` of readings already as ``(epoch seconds, value)``
         by name: the host cache reads instance entries straight into
         that form, 20 or more of them a report."""
+        if self._deferred is not None:
+            self._settle()
         series: dict[str, array] = {}
         held_series = (self._series if self._layout is None else
                        history_block.unpacked(self._layout, self._block))
@@ -321,7 +345,8 @@ class MetricHistory:
             elif len(held) > _RECORD and cutoff < held[_RECORD]:
                 start = _RECORD
             else:
-                start = _RECORD * _start(held, 0, _RECORD, cutoff)
+                start = _RECORD * history_window.first_after(
+                    held, 0, _RECORD, cutoff)
             if len(held) - start >= full:
                 start = len(held) + _RECORD - full
             records = held[start:]
@@ -337,10 +362,22 @@ class MetricHistory:
 
     def nbytes(self) -> int:
         """Bytes the held values take (not counting Python overhead)."""
+        if self._deferred is not None:
+            self._settle()
         if self._layout is not None:
             return self._block.itemsize * len(self._block)
         return sum(records.itemsize * len(records)
                    for records in self._series.values())
+
+
+def _deferring(base: MetricHistory, window: float, times: tuple[float, ...],
+               rows: tuple[Sequence[float], ...]) -> MetricHistory:
+    """A history of ``base`` with reports held back (``appended_at``)."""
+    history = _new_history(MetricHistory)
+    history._series = history._layout = history._block = None
+    history._memo = None
+    history._deferred = (base, window, times, rows)
+    return history
 
 
 #: The history of a node never reported.

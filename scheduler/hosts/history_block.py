@@ -104,6 +104,53 @@ def appended_row(block: array, width: int, times: Sequence[float],
     return (block[start:] if start else block) + array("d", row)
 
 
+def appended_rows(block: array, width: int, times: Sequence[float],
+                  rows: Sequence[Sequence[float]],
+                  window: float) -> array | None:
+    """``block`` with reports added as rows, all at once: each report's
+    metrics at its one time (``times``, one per report) with the values
+    of ``rows``, as ``appended_row`` one report after the other leaves
+    it, running sums included, to the bit. None where that needs the
+    report-by-report path: a held row whose metrics' times differ, a
+    time not advancing, a gap of a window or more (the sums start
+    again), a history reaching ``MAX_REPORTS``."""
+    size, count = len(block) // width, len(times)
+    if size + count > MAX_REPORTS:
+        return None
+    newest = block[-width]
+    # Negated tests: a NaN compares false and takes the slow path.
+    for when in times:
+        if not (newest < when and when - newest < window):
+            return None
+        newest = when
+    metrics = width // RECORD
+    held = np.frombuffer(block, dtype=float).reshape(size, metrics, RECORD)
+    stamps = held[:, :, 0]
+    if not (stamps == stamps[:, :1]).all():
+        return None
+    # Row 0: the newest held, whose running sums the reports add to.
+    added = np.empty((count + 1, metrics, RECORD))
+    added[0] = held[-1]
+    added[1:, :, 0] = np.array(times)[:, None]
+    values = added[1:, :, 1]
+    values[...] = np.frombuffer(b"".join(rows), dtype=float).reshape(
+        count, metrics)
+    # Past the doubles' range as Python's arithmetic goes: inf, quietly.
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.multiply(values, values, out=added[1:, :, 3])
+        added[1:, :, 2] = values
+        # Accumulated in order, as one report after another adds them.
+        np.add.accumulate(added[:, :, 2:], axis=0, out=added[:, :, 2:])
+    # The first row newer than the last report's window, as each
+    # report's trim in turn leaves it (a later cutoff is never earlier).
+    cutoff = times[-1] - window
+    start = bisect.bisect_right(memoryview(block)[0::width], cutoff)
+    if start == size:
+        start += bisect.bisect_right(times, cutoff)
+    kept = block[min(start, size) * width:]
+    return kept + array("d", added[1 + max(start - size, 0):].tobytes())
+
+
 def first_row(times: Sequence[float], values: Sequence[float]) -> array:
     """The block of a history's first report (0.0 + value: a running sum
     from zero gives -0.0 as 0.0)."""

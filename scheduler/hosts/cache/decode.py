@@ -10,7 +10,6 @@ import types
 from array import array
 from collections.abc import Callable
 from collections.abc import Mapping
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -328,10 +327,9 @@ def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
         return held.appended(metrics, window)
     names, stamps = metrics.layout.names, metrics.stamps
     if type(stamps) is datetime.datetime:
-        times: Sequence[float] = (epoch(stamps),) * len(names)
-    else:
-        times = [epoch(stamp) for stamp in stamps]
-    return held.appended_report(names, times, floats, window)
+        return held.appended_at(names, epoch(stamps), floats, window)
+    return held.appended_report(names, [epoch(stamp) for stamp in stamps],
+                                floats, window)
 
 
 def decode(row: NodeRow, previous: Decoded | None = None,

@@ -1,0 +1,129 @@
+"""Reports held back (``MetricHistory.appended_at``) and added to their
+block in one pass (``history_block.appended_rows``) leave a history
+indistinguishable from one appended report by report, to the last bit
+of every running sum and statistic, whenever it is read."""
+
+from array import array
+from unittest import mock
+
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from scheduler.hosts import history
+from scheduler.hosts import history_block
+from tests.unit.hosts.test_history_block import NAMES
+from tests.unit.hosts.test_history_block import T0
+from tests.unit.hosts.test_history_block import WINDOWS
+from tests.unit.hosts.test_history_block import _records
+from tests.unit.hosts.test_history_block import _values
+from tests.unit.hosts.test_history_block import assert_indistinguishable
+
+_rarely = st.integers(0, 9).map(lambda n: n == 0)
+_reports = st.fixed_dictionaries({
+    # Mostly the usual minute; not advancing, back, a gap of a window.
+    "step": st.sampled_from([60.0] * 30 + [0.0, -5.0, 1e-9, 30.0, 600.0,
+                                          3600.0, 7200.0]),
+    "values": st.lists(_values, min_size=4, max_size=4),
+    "new_layout": _rarely,
+    "layout": st.lists(st.sampled_from(NAMES), min_size=1, max_size=4,
+                       unique=True).map(tuple),
+    "new_window": _rarely,
+    "window": st.sampled_from(WINDOWS),
+    # Now and then a report whose metrics' times differ, or one appended
+    # to an older version (two refreshes from one).
+    "skewed": _rarely,
+    "back": st.sampled_from([0] * 8 + [1, 2]),
+    # Read now: the held-back reports added then.
+    "read": _rarely,
+})
+
+
+def replay(reports: list[dict]) -> tuple[list, list]:
+    got, want = [history.EMPTY], [history.EMPTY]
+    interned: dict[tuple[str, ...], tuple[str, ...]] = {}
+    names, when, window = NAMES[:3], T0, 3600.0
+    for report in reports:
+        if report["new_layout"]:
+            names = interned.setdefault(report["layout"], report["layout"])
+        if report["new_window"]:
+            window = report["window"]
+        when += report["step"]
+        values = array("d", map(float, report["values"][:len(names)]))
+        base = max(len(got) - 1 - report["back"], 0)
+        if report["skewed"]:
+            times = [when + index for index in range(len(names))]
+            got.append(got[base].appended_report(names, times, values,
+                                                 window))
+        else:
+            times = [when] * len(names)
+            got.append(got[base].appended_at(names, when, values, window))
+        want.append(want[base].appended_report(names, times, values,
+                                               window))
+        if report["read"]:
+            got[-1].names()
+    return got, want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_reports, max_size=60), st.booleans())
+def test_held_back_reports_are_the_reports_appended_one_by_one(reports,
+                                                              read_first):
+    # A small cap and a short batch: runs past both within a few reports.
+    with mock.patch.object(history_block, "MAX_REPORTS", 12), \
+            mock.patch.object(history, "MAX_REPORTS", 12), \
+            mock.patch.object(history, "DEFERRED_REPORTS", 5):
+        got, want = replay(reports)
+        versions = zip(got, want, strict=True)
+        if not read_first:  # the newest read first, the older after
+            versions = reversed(list(versions))
+        for mine, theirs in versions:
+            assert_indistinguishable(mine, theirs)
+
+
+def test_reports_are_held_back_up_to_the_batch_then_added_in_one_pass():
+    names = NAMES[:2]
+    held = history.EMPTY.appended_report(names, [T0, T0], [1.0, 2.0],
+                                         3600.0)
+    with mock.patch.object(history_block, "appended_rows",
+                           wraps=history_block.appended_rows) as batch:
+        for step in range(1, history.DEFERRED_REPORTS + 2):
+            held = held.appended_at(names, T0 + 60.0 * step,
+                                    array("d", [float(step)] * 2), 3600.0)
+        # The 17th report settled the 16 before it, in one pass.
+        assert batch.call_count == 1
+        assert batch.call_args.args[2] == tuple(
+            T0 + 60.0 * step for step in range(1, 17))
+        assert held._deferred is not None
+        assert held.reports("cpu.percent") == 18
+        assert held._deferred is None
+        assert held.statistic("cpu.percent", "max", 3600.0) == 17.0
+
+
+def test_a_pass_keeps_only_the_newest_window_of_rows():
+    names = NAMES[:1]
+    block = history.EMPTY.appended_report(names, [T0], [5.0], 600.0)._block
+    rows = [array("d", [float(n)]) for n in range(1, 21)]
+    times = [T0 + 60.0 * n for n in range(1, 21)]
+    added = history_block.appended_rows(block, 4, times, rows, 600.0)
+    # Newer than 10 minutes before the newest: the last 10 reports.
+    assert list(added[0::4]) == times[10:]
+    assert list(added[1::4]) == [float(n) for n in range(11, 21)]
+    assert added[-2] == 5.0 + sum(range(1, 21))
+
+
+def test_a_pass_leaves_to_the_one_by_one_path_what_it_cannot_add():
+    names = NAMES[:2]
+    skewed = history.EMPTY.appended_report(names, [T0, T0 + 1.0],
+                                           [1.0, 2.0], 600.0)
+    even = history.EMPTY.appended_report(names, [T0, T0], [1.0, 2.0],
+                                         600.0)
+    row = array("d", [3.0, 4.0])
+    for block, times, window in [
+            (skewed._block, [T0 + 60.0, T0 + 120.0], 600.0),  # times differ
+            (even._block, [T0 + 60.0, T0 + 60.0], 600.0),  # not advancing
+            (even._block, [T0 - 60.0, T0 + 60.0], 600.0),  # back in time
+            (even._block, [T0 + 60.0, T0 + 660.0], 600.0)]:  # a window's gap
+        assert history_block.appended_rows(block, 8, times, [row, row],
+                                           window) is None
+    assert _records(even, "cpu.percent")[0] == array("d", [T0]).tobytes()
