@@ -5,17 +5,19 @@ The host cache appends a node's metrics when a decoded report carries a
 newer timestamp for them (``appended``), and hands the result to the
 node's next ``HostState`` as ``metric_history``. A history is never
 changed, only replaced: host states built from older reports keep
-theirs. Each metric's reports are records of four doubles: timestamp
-(seconds since 1970), value, and the running sum and sum of squares of
-the values: 32 bytes per report and metric. Appended through
-``appended_report`` (the host cache's reports), all metrics' records
-are one block of rows, one array per node (``history_block``); else,
-and while the metrics hold different numbers of reports, one array per
-metric, about 250 bytes more per metric (docs/operator-guide.md,
-"Load-aware weighing"). A report whose metrics share one time (most:
-``appended_at``) is held back, with up to ``DEFERRED_REPORTS`` of them,
-and added to the block in one pass when the history is first read or
-the batch is full: most versions are never read.
+theirs (one holding reports back adds them to itself when first read,
+which changes nothing it answers). Each metric's reports are records
+of four doubles: timestamp (seconds since 1970), value, and the running
+sum and sum of squares of the values: 32 bytes per report and metric.
+Appended through ``appended_report`` (the host cache's reports), all
+metrics' records are one block of rows, one array per node
+(``history_block``); else, and while the metrics hold different numbers
+of reports, one array per metric, about 250 bytes more per metric
+(docs/operator-guide.md, "Load-aware weighing"). A report whose metrics
+share one time (``appended_at``: a single monitor plugin's, the
+simulator's) is held back, with up to ``DEFERRED_REPORTS`` of them, and
+added to the block in one pass when the history is first read or the
+batch is full: most versions are never read.
 """
 
 import datetime
@@ -254,7 +256,11 @@ class MetricHistory:
         Most versions are never read (a windowed statistic is asked of
         a host now and then, a report comes every minute), and a block
         copied per report was most of a report's cost in the cache.
-        ``values`` is kept, not copied: never change it."""
+        ``values`` is kept, not copied: never change it; an
+        ``array('d')`` is held back, anything else added at once."""
+        if type(values) is not array or values.typecode != "d":
+            return self.appended_report(names, (when,) * len(names),
+                                        values, window)
         deferred = self._deferred
         if deferred is not None:
             base, held_window, times, rows = deferred

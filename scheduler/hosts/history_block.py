@@ -113,14 +113,19 @@ def appended_rows(block: array, width: int, times: Sequence[float],
     it, running sums included, to the bit. None where that needs the
     report-by-report path: a held row whose metrics' times differ, a
     time not advancing, a gap of a window or more (the sums start
-    again), a history reaching ``MAX_REPORTS``."""
+    again), a history reaching ``MAX_REPORTS``. ``rows``: ``array('d')``
+    each. (A NaN added to a NaN sum may keep the other's payload bits;
+    reports, JSON, hold no NaN.)"""
     size, count = len(block) // width, len(times)
     if size + count > MAX_REPORTS:
         return None
     newest = block[-width]
-    # Negated tests: a NaN compares false and takes the slow path.
+    # The tests appended_row makes, as it makes them (a gap compared
+    # with the window would round otherwise): each time later than the
+    # last, which stays within the new one's window, so the sums go on.
+    # Negated: a NaN compares false and takes the slow path.
     for when in times:
-        if not (newest < when and when - newest < window):
+        if not (newest < when and newest > when - window):
             return None
         newest = when
     metrics = width // RECORD

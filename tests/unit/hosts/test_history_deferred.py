@@ -3,15 +3,18 @@ block in one pass (``history_block.appended_rows``) leave a history
 indistinguishable from one appended report by report, to the last bit
 of every running sum and statistic, whenever it is read."""
 
+import datetime
 from array import array
 from unittest import mock
 
+from hypothesis import example
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
 from scheduler.hosts import history
 from scheduler.hosts import history_block
+from scheduler.hosts.table import epoch
 from tests.unit.hosts.test_history_block import NAMES
 from tests.unit.hosts.test_history_block import T0
 from tests.unit.hosts.test_history_block import WINDOWS
@@ -127,3 +130,81 @@ def test_a_pass_leaves_to_the_one_by_one_path_what_it_cannot_add():
         assert history_block.appended_rows(block, 8, times, [row, row],
                                            window) is None
     assert _records(even, "cpu.percent")[0] == array("d", [T0]).tobytes()
+
+
+# Times as the host cache has them (epoch() of microsecond datetimes),
+# windows whose subtraction rounds (90.1 s, 1.1 h), steps of a window.
+_WINDOWS = st.sampled_from([60.0, 90.1, 180.0, 3600.0,
+                            datetime.timedelta(hours=1.1).total_seconds(),
+                            float("inf")])
+_STEPS = st.sampled_from(["window", 60.0, 60.0, 30.0, 90.1, 0.000001,
+                          0.0, -1.0])
+_ROW_VALUES = st.sampled_from([0.0, -0.0, 0.1, 7.0, -3.5, 1e155, 1e300,
+                               float("inf"), float("nan"), 2.0 ** 60])
+
+
+def _one_by_one(block, width, times, rows, window):
+    for when, row in zip(times, rows, strict=True):
+        block = history_block.appended_row(
+            block, width, [when] * (width // 4), row, window)
+        if block is None:
+            return None
+    return block
+
+
+@settings(max_examples=400, deadline=None)
+@given(metrics=st.integers(1, 3), window=_WINDOWS,
+       start=st.integers(0, 10 ** 6),
+       held=st.lists(_STEPS, min_size=0, max_size=5),
+       added=st.lists(_STEPS, min_size=1, max_size=6),
+       values=st.lists(_ROW_VALUES, min_size=36, max_size=36))
+# The cap reached exactly, and passed by one.
+@example(metrics=1, window=3600.0, start=0, held=[60.0] * 3,
+         added=[60.0] * 4, values=[1.0] * 36)
+@example(metrics=1, window=3600.0, start=0, held=[60.0] * 3,
+         added=[60.0] * 5, values=[1.0] * 36)
+# A cutoff equal to a held time.
+@example(metrics=2, window=180.0, start=0, held=[60.0] * 4,
+         added=[60.0] * 3, values=[2.0] * 36)
+def test_a_pass_is_the_reports_added_one_by_one(metrics, window, start,
+                                                held, added, values):
+    width = 4 * metrics
+    pool = iter(values)
+    when = epoch(datetime.datetime(2026, 1, 5) +
+                 datetime.timedelta(microseconds=start * 7919))
+
+    def step(kind):
+        return when + (window if kind == "window" else kind)
+
+    with mock.patch.object(history_block, "MAX_REPORTS", 8):
+        block = history_block.first_row([when] * metrics,
+                                        [next(pool) for _ in range(metrics)])
+        for kind in held:
+            when = step(kind)
+            grown = history_block.appended_row(
+                block, width, [when] * metrics,
+                [next(pool) for _ in range(metrics)], window)
+            if grown is None:
+                break
+            block = grown
+        times, rows = [], []
+        for kind in added:
+            when = step(kind)
+            times.append(when)
+            rows.append(array("d", [next(pool) for _ in range(metrics)]))
+        got = history_block.appended_rows(block, width, times, rows, window)
+        want = _one_by_one(block, width, times, rows, window)
+    if got is not None:
+        assert want is not None
+        assert got.tobytes() == want.tobytes()
+
+
+def test_values_not_held_as_doubles_are_added_at_once():
+    names = NAMES[:2]
+    held = history.EMPTY.appended_report(names, [T0, T0], [1.0, 2.0],
+                                         3600.0)
+    for values in ([3.0, 4.0], array("f", [3.0, 4.0]),
+                   array("q", [3, 4])):
+        later = held.appended_at(names, T0 + 60.0, values, 3600.0)
+        assert later._deferred is None
+        assert later.statistic("memory.used", "max", 3600.0) == 4.0
