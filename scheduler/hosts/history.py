@@ -13,11 +13,11 @@ Appended through ``appended_report`` (the host cache's reports), all
 metrics' records are one block of rows, one array per node
 (``history_block``); else, and while the metrics hold different numbers
 of reports, one array per metric, about 250 bytes more per metric
-(docs/operator-guide.md, "Load-aware weighing"). A report whose metrics
-share one time (``appended_at``: a single monitor plugin's, the
-simulator's) is held back, with up to ``DEFERRED_REPORTS`` of them, and
-added to the block in one pass when the history is first read or the
-batch is full: most versions are never read.
+(docs/operator-guide.md, "Load-aware weighing"). A report of the
+block's metrics is held back (``appended_report``), with up to
+``DEFERRED_REPORTS`` of them, and added to the block in one pass when
+the history is first read or the batch is full: most versions are never
+read.
 """
 
 import datetime
@@ -39,7 +39,8 @@ from scheduler.hosts.table import epoch
 #: pairs and one of sums: the cache holds 20 metrics of every host, and
 #: an array object and its dict entry cost more than a report's values.
 _RECORD = history_block.RECORD
-#: Reports a history holds back at most (``appended_at``): a pass adding
+#: Reports a history holds back at most (``appended_report``): a pass
+#: adding
 #: them costs about as much as copying the block once.
 DEFERRED_REPORTS = 16
 #: Held-back reports added one by one rather than in a pass, which costs
@@ -80,9 +81,11 @@ class MetricHistory:
         # one twice, harmlessly. ("moments" holds a (mean, stddev) pair.)
         self._memo: dict[tuple[str, str, float],
                          float | tuple[float, float] | None] | None = None
-        #: Reports held back (``appended_at``): (the history they follow,
-        #: the window, their times, their values); None once added.
-        self._deferred: tuple[MetricHistory, float, tuple[float, ...],
+        #: Reports held back (``appended_report``): (the history they
+        #: follow, the window, their times, their values); None once
+        #: added.
+        self._deferred: tuple[MetricHistory, float,
+                              tuple[tuple[float, ...], ...],
                               tuple[Sequence[float], ...]] | None = None
 
     def _settle(self) -> None:
@@ -103,8 +106,7 @@ class MetricHistory:
         else:
             settled, names = base, layout.names
             for when, values in zip(times, rows, strict=True):
-                settled = settled.appended_report(
-                    names, (when,) * len(names), values, window)
+                settled = settled._appended_now(names, when, values, window)
         # The deferred reports last: a reader finding them gone finds
         # the rest set.
         self._series, self._layout, self._block = (
@@ -246,40 +248,6 @@ class MetricHistory:
             readings[name] = (when, float(metric.value))
         return self.appended_readings(readings, window)
 
-    def appended_at(self, names: tuple[str, ...], when: float,
-                    values: Sequence[float],
-                    window: float) -> "MetricHistory":
-        """``appended_report`` of a report whose every metric carries the
-        one time ``when`` (epoch seconds), the report held back: up to
-        ``DEFERRED_REPORTS`` of them are added to the block they follow
-        in one pass, when the history is first read or the next is due.
-        Most versions are never read (a windowed statistic is asked of
-        a host now and then, a report comes every minute), and a block
-        copied per report was most of a report's cost in the cache.
-        ``values`` is kept, not copied: never change it; an
-        ``array('d')`` is held back, anything else added at once."""
-        if type(values) is not array or values.typecode != "d":
-            return self.appended_report(names, (when,) * len(names),
-                                        values, window)
-        deferred = self._deferred
-        if deferred is not None:
-            base, held_window, times, rows = deferred
-            held = base._layout.names
-            if (held_window == window and when > times[-1]
-                    and len(times) < DEFERRED_REPORTS
-                    and (names is held or names == held)
-                    and len(values) == len(held)):
-                return _deferring(base, window, times + (when,),
-                                  rows + (values,))
-            self._settle()
-        layout = self._layout
-        if (layout is not None and window > 0
-                and (names is layout.names or names == layout.names)
-                and len(values) == len(names)):
-            return _deferring(self, window, (when,), (values,))
-        return self.appended_report(names, (when,) * len(names), values,
-                                    window)
-
     def appended_report(self, names: tuple[str, ...],
                         times: Sequence[float], values: Sequence[float],
                         window: float) -> "MetricHistory":
@@ -289,9 +257,37 @@ class MetricHistory:
         value, at the same positions. Held as one block of rows
         (``history_block``) while every metric gains a report and keeps
         as many as the others; else as ``appended_readings`` holds them,
-        until they keep as many again."""
-        if self._deferred is not None:
+        until they keep as many again.
+
+        A report of the metrics of the block, its values an
+        ``array('d')`` (kept, not copied: never change it), is held
+        back: up to ``DEFERRED_REPORTS`` of them are added to the block
+        in one pass when the history is first read or the next is due.
+        Most versions are never read (a windowed statistic is asked of
+        a host now and then, a report comes every minute), and a block
+        copied per report was most of a report's cost in the cache."""
+        deferred = self._deferred
+        held_back = (type(values) is array and values.typecode == "d"
+                     and window > 0 and len(values) == len(times))
+        if deferred is not None:
+            base, held_window, held_times, rows = deferred
+            held = base._layout.names
+            if (held_back and held_window == window
+                    and len(rows) < DEFERRED_REPORTS
+                    and (names is held or names == held)):
+                return _deferring(base, window, (*held_times, tuple(times)),
+                                  (*rows, values))
             self._settle()
+        layout = self._layout
+        if (held_back and layout is not None
+                and (names is layout.names or names == layout.names)):
+            return _deferring(self, window, (tuple(times),), (values,))
+        return self._appended_now(names, times, values, window)
+
+    def _appended_now(self, names: tuple[str, ...],
+                      times: Sequence[float], values: Sequence[float],
+                      window: float) -> "MetricHistory":
+        """``appended_report``, the report added now."""
         layout = self._layout
         if len(times) == len(values) == len(names):
             if layout is not None and (names is layout.names
@@ -376,9 +372,11 @@ class MetricHistory:
                    for records in self._series.values())
 
 
-def _deferring(base: MetricHistory, window: float, times: tuple[float, ...],
+def _deferring(base: MetricHistory, window: float,
+               times: tuple[tuple[float, ...], ...],
                rows: tuple[Sequence[float], ...]) -> MetricHistory:
-    """A history of ``base`` with reports held back (``appended_at``)."""
+    """A history of ``base`` with reports held back
+    (``appended_report``)."""
     history = _new_history(MetricHistory)
     history._series = history._layout = history._block = None
     history._memo = None

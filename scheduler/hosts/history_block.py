@@ -104,39 +104,47 @@ def appended_row(block: array, width: int, times: Sequence[float],
     return (block[start:] if start else block) + array("d", row)
 
 
-def appended_rows(block: array, width: int, times: Sequence[float],
-                  rows: Sequence[Sequence[float]],
-                  window: float) -> array | None:
+def appended_rows(block: array, width: int,
+                  times: Sequence[Sequence[float]],
+                  rows: Sequence[array], window: float) -> array | None:
     """``block`` with reports added as rows, all at once: each report's
-    metrics at its one time (``times``, one per report) with the values
-    of ``rows``, as ``appended_row`` one report after the other leaves
-    it, running sums included, to the bit. None where that needs the
-    report-by-report path: a held row whose metrics' times differ, a
-    time not advancing, a gap of a window or more (the sums start
-    again), a history reaching ``MAX_REPORTS``. ``rows``: ``array('d')``
-    each. (A NaN added to a NaN sum may keep the other's payload bits;
-    reports, JSON, hold no NaN.)"""
+    metrics' times (``times``) and values (``rows``, an ``array('d')``
+    each), as ``appended_row`` one report after the other leaves it,
+    running sums included, to the bit. None where one of its checks
+    fails (a time not advancing, a metric trimmed unlike the first), all
+    held rows leave a report's window (the sums start again) or the
+    history reaches ``MAX_REPORTS``: the report-by-report path then
+    decides. (A NaN added to a NaN sum may keep the other's payload
+    bits; reports, JSON, hold no NaN.)"""
     size, count = len(block) // width, len(times)
-    if size + count > MAX_REPORTS:
-        return None
-    newest = block[-width]
-    # The tests appended_row makes, as it makes them (a gap compared
-    # with the window would round otherwise): each time later than the
-    # last, which stays within the new one's window, so the sums go on.
-    # Negated: a NaN compares false and takes the slow path.
-    for when in times:
-        if not (newest < when and newest > when - window):
-            return None
-        newest = when
     metrics = width // RECORD
+    if size + count > MAX_REPORTS or not window > 0:
+        return None
     held = np.frombuffer(block, dtype=float).reshape(size, metrics, RECORD)
-    stamps = held[:, :, 0]
-    if not (stamps == stamps[:, :1]).all():
+    added_times = np.array(times, dtype=float)
+    if added_times.shape != (count, metrics):
+        return None
+    # Every row, held then added; appended_row's tests on each report in
+    # turn, for all of them at once (negated: a NaN fails them).
+    stamps = np.concatenate((held[:, :, 0], added_times))
+    cutoffs = added_times - window
+    if not (np.diff(stamps[size - 1:], axis=0) > 0).all():
+        return None
+    # Where each report's trim starts, by the first metric (later rows
+    # are newer than its window's start): its own row, all held dropped.
+    starts = np.searchsorted(stamps[:, 0], cutoffs[:, 0], side="right")
+    if (starts >= np.arange(size, size + count)).any():
+        return None
+    # Every metric keeps the rows from there: the first within its own
+    # window, the one before out of it when the trim moved.
+    moved = starts > np.concatenate(([0], starts[:-1]))
+    if (not (stamps[starts] > cutoffs).all()
+            or not (stamps[starts[moved] - 1] <= cutoffs[moved]).all()):
         return None
     # Row 0: the newest held, whose running sums the reports add to.
     added = np.empty((count + 1, metrics, RECORD))
     added[0] = held[-1]
-    added[1:, :, 0] = np.array(times)[:, None]
+    added[1:, :, 0] = added_times
     values = added[1:, :, 1]
     values[...] = np.frombuffer(b"".join(rows), dtype=float).reshape(
         count, metrics)
@@ -146,12 +154,7 @@ def appended_rows(block: array, width: int, times: Sequence[float],
         added[1:, :, 2] = values
         # Accumulated in order, as one report after another adds them.
         np.add.accumulate(added[:, :, 2:], axis=0, out=added[:, :, 2:])
-    # The first row newer than the last report's window, as each
-    # report's trim in turn leaves it (a later cutoff is never earlier).
-    cutoff = times[-1] - window
-    start = bisect.bisect_right(memoryview(block)[0::width], cutoff)
-    if start == size:
-        start += bisect.bisect_right(times, cutoff)
+    start = int(starts[-1])
     kept = block[min(start, size) * width:]
     return kept + array("d", added[1 + max(start - size, 0):].tobytes())
 

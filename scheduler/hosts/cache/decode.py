@@ -10,6 +10,7 @@ import types
 from array import array
 from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -327,9 +328,16 @@ def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
         return held.appended(metrics, window)
     names, stamps = metrics.layout.names, metrics.stamps
     if type(stamps) is datetime.datetime:
-        return held.appended_at(names, epoch(stamps), floats, window)
-    return held.appended_report(names, [epoch(stamp) for stamp in stamps],
-                                floats, window)
+        times: Sequence[float] = (epoch(stamps),) * len(names)
+    else:
+        # A monitor plugin stamps its metrics with one time object
+        # (metric_entries.cached_timestamp): converted once.
+        times, last, when = [], None, 0.0
+        for stamp in stamps:
+            if stamp is not last:
+                last, when = stamp, epoch(stamp)
+            times.append(when)
+    return held.appended_report(names, times, floats, window)
 
 
 def decode(row: NodeRow, previous: Decoded | None = None,
