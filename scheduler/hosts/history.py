@@ -85,7 +85,7 @@ class MetricHistory:
         #: follow, the window, their times, their values); None once
         #: added.
         self._deferred: tuple[MetricHistory, float,
-                              tuple[tuple[float, ...], ...],
+                              tuple[float | tuple[float, ...], ...],
                               tuple[Sequence[float], ...]] | None = None
 
     def _settle(self) -> None:
@@ -106,7 +106,9 @@ class MetricHistory:
         else:
             settled, names = base, layout.names
             for when, values in zip(times, rows, strict=True):
-                settled = settled._appended_now(names, when, values, window)
+                settled = settled._appended_now(
+                    names, (when,) * len(names) if type(when) is float
+                    else when, values, window)
         # The deferred reports last: a reader finding them gone finds
         # the rest set.
         self._series, self._layout, self._block = (
@@ -275,13 +277,15 @@ class MetricHistory:
             if (held_back and held_window == window
                     and len(rows) < DEFERRED_REPORTS
                     and (names is held or names == held)):
-                return _deferring(base, window, (*held_times, tuple(times)),
+                return _deferring(base, window,
+                                  (*held_times, _held_times(times)),
                                   (*rows, values))
             self._settle()
         layout = self._layout
         if (held_back and layout is not None
                 and (names is layout.names or names == layout.names)):
-            return _deferring(self, window, (tuple(times),), (values,))
+            return _deferring(self, window, (_held_times(times),),
+                              (values,))
         return self._appended_now(names, times, values, window)
 
     def _appended_now(self, names: tuple[str, ...],
@@ -372,8 +376,17 @@ class MetricHistory:
                    for records in self._series.values())
 
 
+def _held_times(times: Sequence[float]) -> float | tuple[float, ...]:
+    """A held-back report's times: one float when every metric has it
+    (the pass then checks less)."""
+    first = times[0]
+    if type(first) is float and times.count(first) == len(times):
+        return first
+    return tuple(times)
+
+
 def _deferring(base: MetricHistory, window: float,
-               times: tuple[tuple[float, ...], ...],
+               times: tuple[float | tuple[float, ...], ...],
                rows: tuple[Sequence[float], ...]) -> MetricHistory:
     """A history of ``base`` with reports held back
     (``appended_report``)."""

@@ -105,27 +105,83 @@ def appended_row(block: array, width: int, times: Sequence[float],
 
 
 def appended_rows(block: array, width: int,
-                  times: Sequence[Sequence[float]],
+                  times: Sequence[float | Sequence[float]],
                   rows: Sequence[array], window: float) -> array | None:
     """``block`` with reports added as rows, all at once: each report's
-    metrics' times (``times``) and values (``rows``, an ``array('d')``
-    each), as ``appended_row`` one report after the other leaves it,
-    running sums included, to the bit. None where one of its checks
-    fails (a time not advancing, a metric trimmed unlike the first), all
-    held rows leave a report's window (the sums start again) or the
-    history reaches ``MAX_REPORTS``: the report-by-report path then
-    decides. (A NaN added to a NaN sum may keep the other's payload
-    bits; reports, JSON, hold no NaN.)"""
+    time (``times``: one for all its metrics, or one per metric) and
+    values (``rows``, an ``array('d')`` each), as ``appended_row`` one
+    report after the other leaves it, running sums included, to the
+    bit. None where one of its checks fails (a time not advancing, a
+    metric trimmed unlike the first), all held rows leave a report's
+    window (the sums start again) or the history reaches
+    ``MAX_REPORTS``: the report-by-report path then decides. (A NaN
+    added to a NaN sum may keep the other's payload bits; reports,
+    JSON, hold no NaN.)"""
     size, count = len(block) // width, len(times)
     metrics = width // RECORD
     if size + count > MAX_REPORTS or not window > 0:
         return None
     held = np.frombuffer(block, dtype=float).reshape(size, metrics, RECORD)
-    added_times = np.array(times, dtype=float)
-    if added_times.shape != (count, metrics):
+    if all(type(when) is float for when in times):
+        added_times = np.array(times)[:, None]
+        start = _start_when_even(block, width, held, times, window)
+    else:
+        added_times = np.array(
+            [(when,) * metrics if type(when) is float else when
+             for when in times], dtype=float)
+        if added_times.shape != (count, metrics):
+            return None
+        start = _start_per_metric(held, added_times, window)
+    if start is None:
         return None
-    # Every row, held then added; appended_row's tests on each report in
-    # turn, for all of them at once (negated: a NaN fails them).
+    # Row 0: the newest held, whose running sums the reports add to.
+    added = np.empty((count + 1, metrics, RECORD))
+    added[0] = held[-1]
+    added[1:, :, 0] = added_times
+    values = added[1:, :, 1]
+    values[...] = np.frombuffer(b"".join(rows), dtype=float).reshape(
+        count, metrics)
+    # Past the doubles' range as Python's arithmetic goes: inf, quietly.
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.multiply(values, values, out=added[1:, :, 3])
+        added[1:, :, 2] = values
+        # Accumulated in order, as one report after another adds them.
+        np.add.accumulate(added[:, :, 2:], axis=0, out=added[:, :, 2:])
+    kept = block[min(start, size) * width:]
+    return kept + array("d", added[1 + max(start - size, 0):].tobytes())
+
+
+def _start_when_even(block: array, width: int, held: np.ndarray,
+                     times: Sequence[float], window: float) -> int | None:
+    """``appended_rows``' first kept row when every report's metrics
+    share its time, or None: where every held row's do too, a metric's
+    checks are the first one's (the simulator's reports, one monitor
+    plugin's)."""
+    newest = block[-width]
+    # appended_row's tests, as it makes them (a gap compared with the
+    # window would round otherwise); negated: a NaN fails them.
+    for when in times:
+        if not (newest < when and newest > when - window):
+            return None
+        newest = when
+    stamps = held[:, :, 0]
+    if not (stamps == stamps[:, :1]).all():
+        return None
+    # The first row newer than the last report's window, as each
+    # report's trim in turn leaves it (a later cutoff is never earlier).
+    cutoff = times[-1] - window
+    start = bisect.bisect_right(memoryview(block)[0::width], cutoff)
+    if start == len(held):
+        start += bisect.bisect_right(times, cutoff)
+    return start
+
+
+def _start_per_metric(held: np.ndarray, added_times: np.ndarray,
+                      window: float) -> int | None:
+    """``appended_rows``' first kept row, or None: ``appended_row``'s
+    tests on each report in turn, for all of them at once."""
+    size, count = len(held), len(added_times)
+    # Every row, held then added (negated tests: a NaN fails them).
     stamps = np.concatenate((held[:, :, 0], added_times))
     cutoffs = added_times - window
     if not (np.diff(stamps[size - 1:], axis=0) > 0).all():
@@ -141,22 +197,7 @@ def appended_rows(block: array, width: int,
     if (not (stamps[starts] > cutoffs).all()
             or not (stamps[starts[moved] - 1] <= cutoffs[moved]).all()):
         return None
-    # Row 0: the newest held, whose running sums the reports add to.
-    added = np.empty((count + 1, metrics, RECORD))
-    added[0] = held[-1]
-    added[1:, :, 0] = added_times
-    values = added[1:, :, 1]
-    values[...] = np.frombuffer(b"".join(rows), dtype=float).reshape(
-        count, metrics)
-    # Past the doubles' range as Python's arithmetic goes: inf, quietly.
-    with np.errstate(over="ignore", invalid="ignore"):
-        np.multiply(values, values, out=added[1:, :, 3])
-        added[1:, :, 2] = values
-        # Accumulated in order, as one report after another adds them.
-        np.add.accumulate(added[:, :, 2:], axis=0, out=added[:, :, 2:])
-    start = int(starts[-1])
-    kept = block[min(start, size) * width:]
-    return kept + array("d", added[1 + max(start - size, 0):].tobytes())
+    return int(starts[-1])
 
 
 def first_row(times: Sequence[float], values: Sequence[float]) -> array:

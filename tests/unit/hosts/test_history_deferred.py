@@ -197,7 +197,10 @@ def test_a_pass_is_the_reports_added_one_by_one(metrics, window, start,
                 break
             block = grown
         times, rows = zip(*map(report, added), strict=True)
-        got = history_block.appended_rows(block, width, times, rows, window)
+        # As a history holds them: one float for a report of one time.
+        held_times = [history._held_times(when) for when in times]
+        got = history_block.appended_rows(block, width, held_times, rows,
+                                          window)
         want = _one_by_one(block, width, times, rows, window)
     if got is not None:
         assert want is not None
