@@ -270,7 +270,8 @@ class MetricHistory:
         copied per report was most of a report's cost in the cache."""
         deferred = self._deferred
         held_back = (type(values) is array and values.typecode == "d"
-                     and window > 0 and len(values) == len(times))
+                     and window > 0
+                     and len(values) == len(times) == len(names))
         if deferred is not None:
             base, held_window, held_times, rows = deferred
             held = base._layout.names
@@ -380,7 +381,8 @@ def _held_times(times: Sequence[float]) -> float | tuple[float, ...]:
     """A held-back report's times: one float when every metric has it
     (the pass then checks less)."""
     first = times[0]
-    if type(first) is float and times.count(first) == len(times):
+    # Not for 0.0: -0.0 counts as equal, and would be held as 0.0.
+    if type(first) is float and first and times.count(first) == len(times):
         return first
     return tuple(times)
 

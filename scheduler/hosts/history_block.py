@@ -122,9 +122,13 @@ def appended_rows(block: array, width: int,
     if size + count > MAX_REPORTS or not window > 0:
         return None
     held = np.frombuffer(block, dtype=float).reshape(size, metrics, RECORD)
-    if all(type(when) is float for when in times):
+    stamps = held[:, :, 0]
+    if (all(type(when) is float for when in times)
+            and (stamps == stamps[:, :1]).all()):
+        # Every row of one time: a metric's checks are the first one's
+        # (the simulator's reports, one monitor plugin's).
         added_times = np.array(times)[:, None]
-        start = _start_when_even(block, width, held, times, window)
+        start = _start_when_even(block, width, times, window)
     else:
         added_times = np.array(
             [(when,) * metrics if type(when) is float else when
@@ -151,12 +155,10 @@ def appended_rows(block: array, width: int,
     return kept + array("d", added[1 + max(start - size, 0):].tobytes())
 
 
-def _start_when_even(block: array, width: int, held: np.ndarray,
-                     times: Sequence[float], window: float) -> int | None:
-    """``appended_rows``' first kept row when every report's metrics
-    share its time, or None: where every held row's do too, a metric's
-    checks are the first one's (the simulator's reports, one monitor
-    plugin's)."""
+def _start_when_even(block: array, width: int, times: Sequence[float],
+                     window: float) -> int | None:
+    """``appended_rows``' first kept row, or None, when every held row
+    and every report holds one time for all its metrics."""
     newest = block[-width]
     # appended_row's tests, as it makes them (a gap compared with the
     # window would round otherwise); negated: a NaN fails them.
@@ -164,14 +166,12 @@ def _start_when_even(block: array, width: int, held: np.ndarray,
         if not (newest < when and newest > when - window):
             return None
         newest = when
-    stamps = held[:, :, 0]
-    if not (stamps == stamps[:, :1]).all():
-        return None
     # The first row newer than the last report's window, as each
     # report's trim in turn leaves it (a later cutoff is never earlier).
     cutoff = times[-1] - window
+    size = len(block) // width
     start = bisect.bisect_right(memoryview(block)[0::width], cutoff)
-    if start == len(held):
+    if start == size:
         start += bisect.bisect_right(times, cutoff)
     return start
 
@@ -181,11 +181,13 @@ def _start_per_metric(held: np.ndarray, added_times: np.ndarray,
     """``appended_rows``' first kept row, or None: ``appended_row``'s
     tests on each report in turn, for all of them at once."""
     size, count = len(held), len(added_times)
-    # Every row, held then added (negated tests: a NaN fails them).
+    # Every row, held then added (negated tests: a NaN fails them, and
+    # says nothing: infinite times give one).
     stamps = np.concatenate((held[:, :, 0], added_times))
-    cutoffs = added_times - window
-    if not (np.diff(stamps[size - 1:], axis=0) > 0).all():
-        return None
+    with np.errstate(invalid="ignore"):
+        cutoffs = added_times - window
+        if not (np.diff(stamps[size - 1:], axis=0) > 0).all():
+            return None
     # Where each report's trim starts, by the first metric (later rows
     # are newer than its window's start): its own row, all held dropped.
     starts = np.searchsorted(stamps[:, 0], cutoffs[:, 0], side="right")

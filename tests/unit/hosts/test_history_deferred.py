@@ -7,6 +7,7 @@ import datetime
 from array import array
 from unittest import mock
 
+import pytest
 from hypothesis import example
 from hypothesis import given
 from hypothesis import settings
@@ -216,3 +217,30 @@ def test_values_not_held_as_doubles_are_added_at_once():
         later = held.appended_report(names, [T0 + 60.0] * 2, values, 3600.0)
         assert later._deferred is None
         assert later.statistic("memory.used", "max", 3600.0) == 4.0
+
+
+def test_reports_of_one_time_each_pass_on_rows_of_several():
+    # A report stamped per plugin is held; later ones of one time each
+    # still go in one pass, through the per-metric checks.
+    block = history_block.first_row([T0, T0 + 0.5], [1.0, 2.0])
+    times = [T0 + 60.0 * step for step in range(1, 6)]
+    rows = [array("d", [float(step), 2.0 * step]) for step in range(1, 6)]
+    got = history_block.appended_rows(block, 8, times, rows, 3600.0)
+    want = _one_by_one(block, 8, [[when] * 2 for when in times], rows,
+                       3600.0)
+    assert got is not None
+    assert got.tobytes() == want.tobytes()
+
+
+def test_a_report_not_of_the_layouts_length_is_not_held_back():
+    names = NAMES[:2]
+    held = history.EMPTY.appended_report(names, [T0, T0], [1.0, 2.0],
+                                         3600.0)
+    with pytest.raises(ValueError):
+        held.appended_report(names, [T0 + 60.0], array("d", [3.0]), 3600.0)
+
+
+def test_times_held_as_one_keep_their_sign():
+    assert history._held_times((T0, T0)) == T0
+    assert history._held_times((0.0, -0.0)) == (0.0, -0.0)
+    assert history._held_times([T0, T0 + 1.0]) == (T0, T0 + 1.0)
