@@ -273,20 +273,21 @@ class MetricHistory:
                      and window > 0
                      and len(values) == len(times) == len(names))
         if deferred is not None:
-            base, held_window, held_times, rows = deferred
+            base, held_window, waiting, rows = deferred
             held = base._layout.names
             if (held_back and held_window == window
                     and len(rows) < DEFERRED_REPORTS
                     and (names is held or names == held)):
-                return _deferring(base, window,
-                                  (*held_times, _held_times(times)),
-                                  (*rows, values))
+                return _deferring(
+                    base, window,
+                    (*waiting, history_block.held_times(times)),
+                    (*rows, values))
             self._settle()
         layout = self._layout
         if (held_back and layout is not None
                 and (names is layout.names or names == layout.names)):
-            return _deferring(self, window, (_held_times(times),),
-                              (values,))
+            return _deferring(self, window,
+                              (history_block.held_times(times),), (values,))
         return self._appended_now(names, times, values, window)
 
     def _appended_now(self, names: tuple[str, ...],
@@ -375,16 +376,6 @@ class MetricHistory:
             return self._block.itemsize * len(self._block)
         return sum(records.itemsize * len(records)
                    for records in self._series.values())
-
-
-def _held_times(times: Sequence[float]) -> float | tuple[float, ...]:
-    """A held-back report's times: one float when every metric has it
-    (the pass then checks less)."""
-    first = times[0]
-    # Not for 0.0: -0.0 counts as equal, and would be held as 0.0.
-    if type(first) is float and first and times.count(first) == len(times):
-        return first
-    return tuple(times)
 
 
 def _deferring(base: MetricHistory, window: float,

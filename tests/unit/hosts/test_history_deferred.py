@@ -199,7 +199,7 @@ def test_a_pass_is_the_reports_added_one_by_one(metrics, window, start,
             block = grown
         times, rows = zip(*map(report, added), strict=True)
         # As a history holds them: one float for a report of one time.
-        held_times = [history._held_times(when) for when in times]
+        held_times = [history_block.held_times(when) for when in times]
         got = history_block.appended_rows(block, width, held_times, rows,
                                           window)
         want = _one_by_one(block, width, times, rows, window)
@@ -241,6 +241,6 @@ def test_a_report_not_of_the_layouts_length_is_not_held_back():
 
 
 def test_times_held_as_one_keep_their_sign():
-    assert history._held_times((T0, T0)) == T0
-    assert history._held_times((0.0, -0.0)) == (0.0, -0.0)
-    assert history._held_times([T0, T0 + 1.0]) == (T0, T0 + 1.0)
+    assert history_block.held_times((T0, T0)) == T0
+    assert history_block.held_times((0.0, -0.0)) == (0.0, -0.0)
+    assert history_block.held_times([T0, T0 + 1.0]) == (T0, T0 + 1.0)
