@@ -32,7 +32,6 @@ from scheduler.conf import metric_stat
 from scheduler.hosts import history_block
 from scheduler.hosts import history_window
 from scheduler.hosts.history_block import MAX_REPORTS
-from scheduler.hosts.table import epoch
 
 #: Doubles per held report: time, value, running sum, running sum of
 #: squares; in one array per metric rather than one of (time, value)
@@ -107,8 +106,8 @@ class MetricHistory:
             settled, names = base, layout.names
             for when, values in zip(times, rows, strict=True):
                 settled = settled._appended_now(
-                    names, (when,) * len(names) if type(when) is float
-                    else when, values, window)
+                    names, history_block.report_times(when, len(names)),
+                    values, window)
         # The deferred reports last: a reader finding them gone finds
         # the rest set.
         self._series, self._layout, self._block = (
@@ -239,16 +238,11 @@ class MetricHistory:
         newer than what is held, reports older than ``window`` seconds
         before the newest dropped; metrics the report no longer carries
         are dropped. A window of 0 keeps the newest report only."""
-        readings = {}
-        # A report's metrics mostly share one timestamp object
-        # (``metric_entries.cached_timestamp``): converted once.
-        stamp = when = None
-        for name, metric in metrics.items():
-            if metric.timestamp is not stamp:
-                stamp = metric.timestamp
-                when = epoch(stamp)
-            readings[name] = (when, float(metric.value))
-        return self.appended_readings(readings, window)
+        times = history_block.epochs(metric.timestamp
+                                     for metric in metrics.values())
+        return self.appended_readings(
+            {name: (when, float(metric.value)) for (name, metric), when
+             in zip(metrics.items(), times, strict=True)}, window)
 
     def appended_report(self, names: tuple[str, ...],
                         times: Sequence[float], values: Sequence[float],

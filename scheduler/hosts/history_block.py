@@ -12,12 +12,16 @@ metric's i-th held report; the metrics' times need not be equal.
 """
 
 import bisect
+import datetime
 import weakref
 from array import array
+from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 
 import numpy as np
+
+from scheduler.hosts.table import epoch
 
 #: Reports held per metric whatever the window: a node reporting every
 #: second must not hold 3,600 per hour of window.
@@ -104,6 +108,25 @@ def appended_row(block: array, width: int, times: Sequence[float],
     return (block[start:] if start else block) + array("d", row)
 
 
+def epochs(moments: Iterable[datetime.datetime | None]) -> list[float]:
+    """``table.epoch()`` of each of ``moments``, converted once per run
+    of one object: a report's metrics mostly share one
+    (``metric_entries.cached_timestamp``), a monitor plugin's at least."""
+    found: list = []
+    last = when = None
+    for moment in moments:
+        if moment is not last:
+            last, when = moment, epoch(moment)
+        found.append(when)
+    return found
+
+
+def report_times(held: float | Sequence[float],
+                 metrics: int) -> Sequence[float]:
+    """A held-back report's times (``held_times``) by metric again."""
+    return (held,) * metrics if type(held) is float else held
+
+
 def held_times(times: Sequence[float]) -> float | tuple[float, ...]:
     """A held-back report's times as ``appended_rows`` takes them: one
     float when every metric has it (the pass then checks less)."""
@@ -140,9 +163,8 @@ def appended_rows(block: array, width: int,
         added_times = np.array(times)[:, None]
         start = _start_when_even(block, width, times, window)
     else:
-        added_times = np.array(
-            [(when,) * metrics if type(when) is float else when
-             for when in times], dtype=float)
+        added_times = np.array([report_times(when, metrics)
+                                for when in times], dtype=float)
         if added_times.shape != (count, metrics):
             return None
         start = _start_per_metric(held, added_times, window)

@@ -20,6 +20,7 @@ from oslo_log import log as logging
 from scheduler.common.abridge import short
 from scheduler.db.host_queries import NodeRow
 from scheduler.hosts import history as history_mod
+from scheduler.hosts import history_block
 from scheduler.hosts import instance_metrics as instance_metrics_mod
 from scheduler.hosts import reported
 from scheduler.hosts.metric_entries import cached_timestamp
@@ -330,13 +331,7 @@ def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
     if type(stamps) is datetime.datetime:
         times: Sequence[float] = (epoch(stamps),) * len(names)
     else:
-        # A monitor plugin stamps its metrics with one time object
-        # (metric_entries.cached_timestamp): converted once.
-        times, last, when = [], None, 0.0
-        for stamp in stamps:
-            if stamp is not last:
-                last, when = stamp, epoch(stamp)
-            times.append(when)
+        times = history_block.epochs(stamps)
     return held.appended_report(names, times, floats, window)
 
 

@@ -208,10 +208,15 @@ def test_a_pass_is_the_reports_added_one_by_one(metrics, window, start,
         assert got.tobytes() == want.tobytes()
 
 
-def test_values_not_held_as_doubles_are_added_at_once():
+def _two_metrics() -> tuple[tuple[str, ...], history.MetricHistory]:
+    """Two metrics' names and a history of their first report."""
     names = NAMES[:2]
-    held = history.EMPTY.appended_report(names, [T0, T0], [1.0, 2.0],
-                                         3600.0)
+    return names, history.EMPTY.appended_report(names, [T0, T0],
+                                                [1.0, 2.0], 3600.0)
+
+
+def test_values_not_held_as_doubles_are_added_at_once():
+    names, held = _two_metrics()
     for values in ([3.0, 4.0], array("f", [3.0, 4.0]),
                    array("q", [3, 4])):
         later = held.appended_report(names, [T0 + 60.0] * 2, values, 3600.0)
@@ -233,9 +238,7 @@ def test_reports_of_one_time_each_pass_on_rows_of_several():
 
 
 def test_a_report_not_of_the_layouts_length_is_not_held_back():
-    names = NAMES[:2]
-    held = history.EMPTY.appended_report(names, [T0, T0], [1.0, 2.0],
-                                         3600.0)
+    names, held = _two_metrics()
     with pytest.raises(ValueError):
         held.appended_report(names, [T0 + 60.0], array("d", [3.0]), 3600.0)
 
