@@ -69,12 +69,6 @@ def metrics_key(text: str) -> tuple[int, int]:
     return len(text), hash(text)
 
 
-def _may_hold_instances(text: str) -> bool:
-    """Whether a report's text may hold instance entries: a JSON key
-    ``instance`` is spelt ``"instance"`` unless escaped (``\\u``)."""
-    return '"instance"' in text or "\\u" in text
-
-
 def load_json(text: str, column: str, problems: list[str]) -> object:
     try:
         # orjson parses a report in a third of the standard library's
@@ -123,8 +117,9 @@ def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
 
 
 def _columns(text: str, instance_found: list[_Entry] | None
-             ) -> tuple[reported.ReportedMetrics, array] | None:
-    """``well_formed_metrics`` and the values as floats, for the history.
+             ) -> tuple[reported.ReportedMetrics, array, bool] | None:
+    """``well_formed_metrics``, the values as floats, for the history, and
+    whether the report holds instance entries.
 
     Every node's report is decoded at every change (one a minute per
     node): msgspec checks the entries' shape while it parses, at half of
@@ -139,7 +134,8 @@ def _columns(text: str, instance_found: list[_Entry] | None
     # One pass over the entries, then the columns (zip in C).
     host = [(entry.name, entry.source, entry.value, entry.timestamp)
             for entry in entries if entry.instance is unset]
-    if instance_found is not None and len(host) < len(entries):
+    instances = len(host) < len(entries)
+    if instance_found is not None and instances:
         instance_found.extend(entry for entry in entries
                               if entry.instance is not unset)
     names, sources, numbers, texts = (zip(*host, strict=True) if host
@@ -165,7 +161,8 @@ def _columns(text: str, instance_found: list[_Entry] | None
     # doubles' exact ints (int == float compares exactly).
     exact = int not in kinds or floats.tolist() == list(numbers)
     return reported.ReportedMetrics(
-        layout, floats if exact else numbers, kinds, stamps), floats
+        layout, floats if exact else numbers, kinds, stamps), floats, \
+        instances
 
 
 def decode_metrics(text: str, problems: list[str],
@@ -272,17 +269,19 @@ def _cpu_readings(entries: list[_Entry]
     return readings
 
 
-def _well_formed_entries(text: str, in_report: list[_Entry] | None
+def _well_formed_entries(text: str, instances: bool,
+                         in_report: list[_Entry] | None
                          ) -> tuple[Callable[[], list[dict]] | None,
                                     dict[str, tuple[float, float]] | None]:
-    """A well-formed report's instance entries, to be read when first
-    used, and its instance.cpu.percent readings when ``in_report`` holds
-    its instance entries (None when one is irregular: the entries are
-    then decoded, and their problems logged, from the parse at hand)."""
+    """A well-formed report's instance entries (``instances``: whether it
+    holds some), to be read when first used, and its instance.cpu.percent
+    readings when ``in_report`` holds them (None when one is irregular:
+    the entries are then decoded, and their problems logged, from the
+    parse at hand)."""
     # Only balancers read them, for the hosts they look at; the text is
-    # kept for them only if it may hold some.
-    entries = (functools.partial(instance_entries, text)
-               if _may_hold_instances(text) else None)
+    # kept for them only if it holds some.
+    entries = (functools.partial(instance_entries, text) if instances
+               else None)
     readings = None
     if in_report is not None:
         readings = _cpu_readings(in_report)
@@ -353,9 +352,10 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     metrics: Mapping[str, Metric]
     readings = floats = None
     if columns is not None:
-        metrics, floats = columns
+        metrics, floats, instances_held = columns
         bad_metrics: frozenset[str] = frozenset()
-        entries, readings = _well_formed_entries(row.metrics, in_report)
+        entries, readings = _well_formed_entries(
+            row.metrics, instances_held, in_report)
     else:
         found_entries: list[dict] = []
         metrics, bad_metrics = decode_metrics(row.metrics, problems,

@@ -217,9 +217,13 @@ def test_instance_entries_are_read_from_a_report_holding_some(key):
     assert got.text[0] == decode.metrics_key(text)
 
 
-def test_a_report_without_instance_entries_has_none():
+@pytest.mark.parametrize("source", ["libvirt", "instance", "\u00e9t\u00e9"])
+def test_a_report_without_instance_entries_has_none(source):
+    # "instance" or escapes in a value are no instance entry either: the
+    # parse tells, and the text is not kept for them.
     got = decode.decode(_row([{"name": "cpu.percent", "value": 1.0,
-                               "timestamp": STAMP}]))
+                               "source": source, "timestamp": STAMP}]))
+    assert got.metrics["cpu.percent"].source == source
     # One shared empty mapping, not an object per report.
     assert got.instance_metrics is decode._NO_INSTANCES
 
