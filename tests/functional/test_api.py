@@ -214,16 +214,19 @@ BAD_INPUT = [
 ]
 
 
-@pytest.mark.parametrize("body,status,field", BAD_INPUT,
-                         ids=[str(i) for i in range(len(BAD_INPUT))])
-def test_bad_input_is_refused_naming_the_field(api, body, status, field):
+def test_bad_input_is_refused_naming_the_field(api):
+    # Every case on one server: each stores nothing, so each starts from
+    # what the one before left (a server per case was 2 s of start-up).
     before = _stored(api)
-    raw = body if isinstance(body, bytes) else None
-    reply = api.call("POST", "/v1/schedulingpolicies",
-                     None if raw else body, raw=raw)
-    assert reply.status == status, reply.body
-    assert field in reply.message
-    assert _stored(api) == before
+    wrong = []
+    for body, status, field in BAD_INPUT:
+        raw = body if isinstance(body, bytes) else None
+        reply = api.call("POST", "/v1/schedulingpolicies",
+                         None if raw else body, raw=raw)
+        if (reply.status != status or field not in reply.message
+                or _stored(api) != before):
+            wrong.append((body, reply.status, reply.body))
+    assert wrong == []
 
 
 def test_oversized_body_is_413_and_stores_nothing(api):
