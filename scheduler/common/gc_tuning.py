@@ -9,8 +9,9 @@ scheduler collected every few rows and regularly scanned the whole heap:
 makes is cyclic (refcounting frees it), so collecting less often costs
 little memory.
 
-Used by ``simulate`` and ``tools/bench_quality.py``, where it was
-measured. ``scheduler-service`` keeps Python's defaults: tuned the same
+Used by ``simulate`` and the benchmarks that drive the host cache as it
+does (``tools/bench_quality.py``, where it was measured, and others).
+``scheduler-service`` keeps Python's defaults: tuned the same
 way after its start-up, ``tools/bench_service.py`` at 1,000 hosts could
 not tell it from them (server CPU a decision 4.47-5.62 ms tuned against
 4.41-5.99 ms, 1 and 8 client threads, two alternating runs each,

@@ -223,9 +223,12 @@ def test_bad_input_is_refused_naming_the_field(api):
         raw = body if isinstance(body, bytes) else None
         reply = api.call("POST", "/v1/schedulingpolicies",
                          None if raw else body, raw=raw)
+        stored = _stored(api)
         if (reply.status != status or field not in reply.message
-                or _stored(api) != before):
-            wrong.append((body, reply.status, reply.body))
+                or stored != before):
+            wrong.append({"body": body, "expected": (status, field),
+                          "got": (reply.status, reply.message),
+                          "stored": stored})
     assert wrong == []
 
 
