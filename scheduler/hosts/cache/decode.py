@@ -160,9 +160,9 @@ def _columns(text: str, instance_found: list[_Entry] | None
     # Doubles, with no object per value, unless an int is past the
     # doubles' exact ints (int == float compares exactly).
     exact = int not in kinds or floats.tolist() == list(numbers)
-    return reported.ReportedMetrics(
-        layout, floats if exact else numbers, kinds, stamps), floats, \
-        instances
+    metrics = reported.ReportedMetrics(
+        layout, floats if exact else numbers, kinds, stamps)
+    return metrics, floats, instances
 
 
 def decode_metrics(text: str, problems: list[str],
