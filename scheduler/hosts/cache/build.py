@@ -66,8 +66,14 @@ def reported_state(row: NodeRow, decoded: decode.Decoded,
         return None
     reported = row.metrics_updated_at
     fields = previous.state.__dict__.copy()
-    (fields["claims_pending"], fields["vcpus_pending"],
-     fields["memory_mb_pending"]) = _pending(claims, reported)
+    # No claim the previous report predated, and this one is no older:
+    # none is pending still, without a pass over the node's claims (a
+    # node holds tens of them, and most rows read are reports).
+    before = fields["metrics_updated_at"]
+    if (fields["claims_pending"] or before is None or reported is None
+            or reported < before):
+        (fields["claims_pending"], fields["vcpus_pending"],
+         fields["memory_mb_pending"]) = _pending(claims, reported)
     fields["cpu_info"] = decoded.cpu_info
     fields["networks"] = decoded.networks
     fields["metrics"] = decoded.metrics

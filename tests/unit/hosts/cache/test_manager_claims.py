@@ -173,6 +173,26 @@ def test_report_alone_leaves_pending_the_claims_it_predates(engine,
     assert later in host.instances and host.instance_groups == {"g1"}
 
 
+def test_report_older_than_the_last_finds_pending_again_what_it_predates(
+        engine, manager, clock):
+    """A node's clock set back: its report predates a claim that the
+    report before it counted, and the claim is pending again."""
+    start = models.utcnow() - 8 * SECOND
+    node = add_node(engine, "a", when=start)
+    claim(engine, node, vcpus=3, memory_mb=300, when=start + 2 * SECOND)
+    report(engine, node, start + 3 * SECOND)
+    counted = manager.host_states()[0]
+    assert (counted.claims_pending, counted.vcpus_pending) == (0, 0)
+    # Inside the overlap window, seen when it is checked (once a second).
+    report(engine, node, start + SECOND)
+    clock.now += 1
+    host = manager.host_states()[0]
+    assert manager.last_refresh.allocations_read == 0
+    assert host.metrics_updated_at == start + SECOND
+    assert (host.claims_pending, host.vcpus_pending,
+            host.memory_mb_pending) == (1, 3, 300)
+
+
 @pytest.mark.parametrize("claim_first", [True, False])
 def test_report_and_claim_since_the_last_read_reads_the_claims(
         engine, manager, claim_first):
