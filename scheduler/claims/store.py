@@ -205,8 +205,8 @@ class Claims:
             # A statement of its own, after the lock: under READ
             # COMMITTED its snapshot holds every claim committed on the
             # node.
-            node = connection.execute(claim_sql.NODE_USAGE,
-                                      {"node_id": node_id}).one()
+            node, = claim_sql.NODE_USAGE.rows(connection,
+                                              {"node_id": node_id})
             _check_room(node_id, node, usage,
                         _ratio(node.cpu_allocation_ratio,
                                opts.cpu_allocation_ratio),
@@ -214,7 +214,7 @@ class Claims:
                                opts.ram_allocation_ratio),
                         _ratio(node.disk_allocation_ratio,
                                opts.disk_allocation_ratio))
-            connection.execute(claim_sql.INSERT, {
+            claim_sql.INSERT.run(connection, {
                 "uuid": allocation_id, "instance_uuid": instance_uuid,
                 "compute_node_id": node_id, "vcpus": usage.vcpus,
                 "memory_mb": usage.memory_mb, "disk_gb": usage.disk_gb,

@@ -70,18 +70,45 @@ _USED = sa.select(
 ).where(ALLOCATIONS.c.compute_node_id == sa.bindparam("node_id")
         ).subquery("used")
 
+class NodeUsage(NamedTuple):
+    """``NODE_USAGE``'s answer."""
+
+    uuid: str
+    host: str
+    hypervisor_hostname: str
+    generation: int
+    vcpus: int
+    memory_mb: int
+    local_gb: int
+    cpu_allocation_ratio: float | None
+    ram_allocation_ratio: float | None
+    disk_allocation_ratio: float | None
+    vcpus_used: int
+    memory_mb_used: int
+    disk_gb_used: int
+
+
 #: A node's identity, capacity, ratios and claimed resources (one scan of
-#: its allocations).
-NODE_USAGE = sa.select(
+#: its allocations). On the driver's cursor, as ``INSERT``: a claim on
+#: SQLite or MariaDB is three statements of one row each, where
+#: SQLAlchemy's execution and result layers cost more than the database.
+#: (``BUMP`` goes first, through SQLAlchemy: it begins the transaction
+#: these take part in.)
+NODE_USAGE = DriverStatement(sa.select(
     NODES.c.uuid, NODES.c.host, NODES.c.hypervisor_hostname,
     NODES.c.generation, NODES.c.vcpus, NODES.c.memory_mb,
     NODES.c.local_gb, NODES.c.cpu_allocation_ratio,
     NODES.c.ram_allocation_ratio, NODES.c.disk_allocation_ratio,
     _USED.c.vcpus_used, _USED.c.memory_mb_used, _USED.c.disk_gb_used,
 ).select_from(NODES.join(_USED, sa.true())).where(
-    NODES.c.id == sa.bindparam("node_id"))
+    NODES.c.id == sa.bindparam("node_id")), NodeUsage._make)
 
-INSERT = ALLOCATIONS.insert()
+#: A claim's allocation row, every column named (a statement compiled
+#: once takes no other set of them).
+INSERT = DriverStatement(ALLOCATIONS.insert().values({
+    name: sa.bindparam(name) for name in (
+        "uuid", "instance_uuid", "compute_node_id", "vcpus", "memory_mb",
+        "disk_gb", "instance_group", "created_at")}))
 
 #: PostgreSQL: the whole claim in one statement. ``node`` reads the node
 #: and its claimed sums in the statement's snapshot; ``bump`` updates the

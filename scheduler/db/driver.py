@@ -20,6 +20,7 @@ connection in autocommit, or after a statement of the transaction ran
 through ``Connection.execute`` (which began it).
 """
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -69,12 +70,48 @@ class DriverStatement:
     def rows(self, connection: sa.Connection,
              parameters: Mapping[str, object]) -> list:
         """Every row of the statement's result."""
+        form, arguments = self._prepared(connection, parameters)
+        with self._executed(connection, form, arguments) as cursor:
+            try:
+                rows = cursor.fetchall()
+                if form.results is None:
+                    form.results = _result_processors(
+                        connection.dialect, form.types, cursor.description)
+            except BaseException as e:
+                connection._handle_dbapi_exception(
+                    e, form.sql, arguments, cursor, None)
+        if form.results and rows:
+            rows = _converted(rows, form.results)
+        if self._shape is not None:
+            return list(map(self._shape, rows))
+        return list(rows)
+
+    def run(self, connection: sa.Connection,
+            parameters: Mapping[str, object]) -> int:
+        """Run a statement that returns no rows (an INSERT, an UPDATE);
+        the number of rows it changed."""
+        form, arguments = self._prepared(connection, parameters)
+        with self._executed(connection, form, arguments) as cursor:
+            return cursor.rowcount
+
+    def _prepared(self, connection: sa.Connection,
+                  parameters: Mapping[str, object]
+                  ) -> tuple[_Form, dict[str, object] | tuple]:
+        """The statement's form for the connection's driver, and the
+        arguments as that driver takes them."""
         dialect = connection.dialect
         key = (dialect.name, dialect.driver)
         form = self._forms.get(key)
         if form is None:
             form = self._forms[key] = self._compile(dialect)
-        arguments = _arguments(form, parameters)
+        return form, _arguments(form, parameters)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _executed(connection: sa.Connection, form: _Form,
+                  arguments: dict[str, object] | tuple) -> Iterator[Any]:
+        """A cursor of the connection's driver that ran the statement,
+        closed on leaving."""
         try:
             cursor = connection.connection.cursor()
         except BaseException as e:
@@ -84,21 +121,9 @@ class DriverStatement:
                 e, form.sql, arguments, None, None)
         try:
             connection._cursor_execute(cursor, form.sql, arguments)
-            try:
-                rows = cursor.fetchall()
-                if form.results is None:
-                    form.results = _result_processors(
-                        dialect, form.types, cursor.description)
-            except BaseException as e:
-                connection._handle_dbapi_exception(
-                    e, form.sql, arguments, cursor, None)
+            yield cursor
         finally:
             cursor.close()
-        if form.results and rows:
-            rows = _converted(rows, form.results)
-        if self._shape is not None:
-            return list(map(self._shape, rows))
-        return list(rows)
 
     def _compile(self, dialect: Dialect) -> _Form:
         compiled = self.statement.compile(dialect=dialect)
