@@ -6,7 +6,6 @@ import datetime
 import uuid
 from collections.abc import Iterable
 
-import sqlalchemy as sa
 from oslo_config import cfg
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
@@ -31,7 +30,7 @@ def _ratio(own: float | None, default: float) -> float:
     return default if own is None else own
 
 
-def _check_room(node_id: int, node: sa.Row | claim_sql.SwapRow,
+def _check_room(node_id: int, node: claim_sql.NodeUsage | claim_sql.SwapRow,
                 usage: Usage, cpu_ratio: float,
                 ram_ratio: float, disk_ratio: float) -> None:
     """Raise ClaimConflict unless ``usage`` fits on ``node`` (a row with
@@ -50,7 +49,7 @@ def _check_room(node_id: int, node: sa.Row | claim_sql.SwapRow,
                                 f"{capacity} x {ratio:g} claimed")
 
 
-def _new_claim(node_id: int, node: sa.Row | claim_sql.SwapRow,
+def _new_claim(node_id: int, node: claim_sql.NodeUsage | claim_sql.SwapRow,
                instance_uuid: str,
                usage: Usage, group: str | None, allocation_id: str,
                generation: int, changed_at: datetime.datetime) -> Claim:

@@ -5,6 +5,7 @@ Statements are built once: constructing them per claim costs more Python
 time than the database spends running them.
 """
 
+import collections
 import contextlib
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -45,6 +46,10 @@ def write_transaction(engine: Engine) -> Iterator[sa.Connection]:
             # on check-in.
             connection = connection.execution_options(
                 isolation_level="READ COMMITTED")
+            # Begun here rather than by the first statement, which may be
+            # a DriverStatement (SQLAlchemy would not know of the
+            # transaction psycopg opens for it, nor commit it).
+            connection.begin()
         try:
             yield connection
         except BaseException:
@@ -70,45 +75,33 @@ _USED = sa.select(
 ).where(ALLOCATIONS.c.compute_node_id == sa.bindparam("node_id")
         ).subquery("used")
 
-class NodeUsage(NamedTuple):
-    """``NODE_USAGE``'s answer."""
 
-    uuid: str
-    host: str
-    hypervisor_hostname: str
-    generation: int
-    vcpus: int
-    memory_mb: int
-    local_gb: int
-    cpu_allocation_ratio: float | None
-    ram_allocation_ratio: float | None
-    disk_allocation_ratio: float | None
-    vcpus_used: int
-    memory_mb_used: int
-    disk_gb_used: int
-
-
-#: A node's identity, capacity, ratios and claimed resources (one scan of
-#: its allocations). On the driver's cursor, as ``INSERT``: a claim on
-#: SQLite or MariaDB is three statements of one row each, where
-#: SQLAlchemy's execution and result layers cost more than the database.
-#: (``BUMP`` goes first, through SQLAlchemy: it begins the transaction
-#: these take part in.)
-NODE_USAGE = DriverStatement(sa.select(
+_NODE_USAGE = sa.select(
     NODES.c.uuid, NODES.c.host, NODES.c.hypervisor_hostname,
     NODES.c.generation, NODES.c.vcpus, NODES.c.memory_mb,
     NODES.c.local_gb, NODES.c.cpu_allocation_ratio,
     NODES.c.ram_allocation_ratio, NODES.c.disk_allocation_ratio,
     _USED.c.vcpus_used, _USED.c.memory_mb_used, _USED.c.disk_gb_used,
 ).select_from(NODES.join(_USED, sa.true())).where(
-    NODES.c.id == sa.bindparam("node_id")), NodeUsage._make)
+    NODES.c.id == sa.bindparam("node_id"))
+#: ``NODE_USAGE``'s answer, by its columns' names. (MariaDB sums as
+#: DECIMAL: the ``*_used`` are Decimals there, as they were through
+#: SQLAlchemy, whose Integer converts no result.)
+NodeUsage = collections.namedtuple(
+    "NodeUsage", _NODE_USAGE.selected_columns.keys())
+#: A node's identity, capacity, ratios and claimed resources (one scan of
+#: its allocations). On the driver's cursor, as ``INSERT``: a claim on
+#: SQLite or MariaDB is three statements of one row each, where
+#: SQLAlchemy's execution and result layers cost more than the database.
+NODE_USAGE = DriverStatement(_NODE_USAGE, NodeUsage._make)
 
-#: A claim's allocation row, every column named (a statement compiled
-#: once takes no other set of them).
+#: A claim's allocation row. Every column is named: a DriverStatement
+#: applies no column defaults (the id is the database's), and inline:
+#: nothing is returned (PostgreSQL would send the new id back).
 INSERT = DriverStatement(ALLOCATIONS.insert().values({
     name: sa.bindparam(name) for name in (
         "uuid", "instance_uuid", "compute_node_id", "vcpus", "memory_mb",
-        "disk_gb", "instance_group", "created_at")}))
+        "disk_gb", "instance_group", "created_at")}).inline())
 
 #: PostgreSQL: the whole claim in one statement. ``node`` reads the node
 #: and its claimed sums in the statement's snapshot; ``bump`` updates the

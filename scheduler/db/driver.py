@@ -16,11 +16,13 @@ and errors wrapped and handled as SQLAlchemy does (a dropped connection
 invalidates it and the pool's older ones, ``connection_invalidated``
 set), so callers keep their retry on a new connection. It takes part in
 the connection's transaction state as the driver has it: use it on a
-connection in autocommit, or after a statement of the transaction ran
-through ``Connection.execute`` (which began it).
+connection in autocommit, or in a transaction SQLAlchemy began
+(``Connection.begin()``, ``claim_sql.write_transaction``, or a first
+statement through ``Connection.execute``). Where SQLAlchemy began none,
+psycopg would open one of its own, which ``Connection.commit()`` does
+not end: the pool's rollback would undo it.
 """
 
-import contextlib
 import dataclasses
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -71,15 +73,17 @@ class DriverStatement:
              parameters: Mapping[str, object]) -> list:
         """Every row of the statement's result."""
         form, arguments = self._prepared(connection, parameters)
-        with self._executed(connection, form, arguments) as cursor:
-            try:
-                rows = cursor.fetchall()
-                if form.results is None:
-                    form.results = _result_processors(
-                        connection.dialect, form.types, cursor.description)
-            except BaseException as e:
-                connection._handle_dbapi_exception(
-                    e, form.sql, arguments, cursor, None)
+        cursor = _executed(connection, form, arguments)
+        try:
+            rows = cursor.fetchall()
+            if form.results is None:
+                form.results = _result_processors(
+                    connection.dialect, form.types, cursor.description)
+        except BaseException as e:
+            connection._handle_dbapi_exception(
+                e, form.sql, arguments, cursor, None)
+        finally:
+            cursor.close()
         if form.results and rows:
             rows = _converted(rows, form.results)
         if self._shape is not None:
@@ -89,10 +93,14 @@ class DriverStatement:
     def run(self, connection: sa.Connection,
             parameters: Mapping[str, object]) -> int:
         """Run a statement that returns no rows (an INSERT, an UPDATE);
-        the number of rows it changed."""
+        the number of rows it changed (on a connection SQLAlchemy began
+        a transaction on, or in autocommit: see the module's docstring)."""
         form, arguments = self._prepared(connection, parameters)
-        with self._executed(connection, form, arguments) as cursor:
+        cursor = _executed(connection, form, arguments)
+        try:
             return cursor.rowcount
+        finally:
+            cursor.close()
 
     def _prepared(self, connection: sa.Connection,
                   parameters: Mapping[str, object]
@@ -105,25 +113,6 @@ class DriverStatement:
         if form is None:
             form = self._forms[key] = self._compile(dialect)
         return form, _arguments(form, parameters)
-
-    @staticmethod
-    @contextlib.contextmanager
-    def _executed(connection: sa.Connection, form: _Form,
-                  arguments: dict[str, object] | tuple) -> Iterator[Any]:
-        """A cursor of the connection's driver that ran the statement,
-        closed on leaving."""
-        try:
-            cursor = connection.connection.cursor()
-        except BaseException as e:
-            # Wrapped and the connection invalidated, as SQLAlchemy's own
-            # path does, so that the caller's retry on a new one runs.
-            connection._handle_dbapi_exception(
-                e, form.sql, arguments, None, None)
-        try:
-            connection._cursor_execute(cursor, form.sql, arguments)
-            yield cursor
-        finally:
-            cursor.close()
 
     def _compile(self, dialect: Dialect) -> _Form:
         compiled = self.statement.compile(dialect=dialect)
@@ -156,6 +145,25 @@ def _arguments(form: _Form, parameters: Mapping[str, object]
     if form.positions is None:
         return values
     return tuple(values[name] for name in form.positions)
+
+
+def _executed(connection: sa.Connection, form: _Form,
+              arguments: dict[str, object] | tuple) -> Any:
+    """A cursor of the connection's driver that ran the statement (the
+    caller closes it); errors wrapped as SQLAlchemy wraps them."""
+    try:
+        cursor = connection.connection.cursor()
+    except BaseException as e:
+        # Wrapped and the connection invalidated, as SQLAlchemy's own
+        # path does, so that the caller's retry on a new one runs.
+        connection._handle_dbapi_exception(
+            e, form.sql, arguments, None, None)
+    try:
+        connection._cursor_execute(cursor, form.sql, arguments)
+    except BaseException:
+        cursor.close()
+        raise
+    return cursor
 
 
 def _result_processors(dialect: Dialect,

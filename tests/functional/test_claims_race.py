@@ -15,6 +15,7 @@ seeing the claims of the one before: the same outcome without a single
 conflict.
 """
 
+import contextlib
 import multiprocessing
 import queue
 import threading
@@ -332,4 +333,31 @@ def test_one_statement_claim_survives_a_dropped_connection(postgresql_url):
     with engine.connect() as connection:
         assert connection.execute(sa.select(sa.func.count()).select_from(
             ALLOCATIONS)).scalar() == 2
+    db_api.dispose_engines()
+
+
+@pytest.mark.parametrize("raises", [False, True],
+                         ids=["committed", "rolled-back"])
+def test_a_driver_statement_first_in_a_write_transaction_on_postgresql(
+        postgresql_url, raises):
+    """A statement on the driver's cursor that opens a write transaction
+    (the request path's engine is in autocommit) is committed with it, or
+    rolled back with it: SQLAlchemy began the transaction, not psycopg
+    alone."""
+    from scheduler.db import claim_sql
+    from scheduler.db.driver import DriverStatement
+
+    conf, _, node = _one_node(postgresql_url, vcpus=8, generation=5)
+    engine = db_api.get_engine(conf, pre_ping=False)
+    bump = DriverStatement(claim_sql.BUMP)
+    with contextlib.suppress(RuntimeError), \
+            claim_sql.write_transaction(engine) as connection:
+        assert bump.run(connection, {"node_id": node,
+                                     "now": models.utcnow()}) == 1
+        if raises:
+            raise RuntimeError("rolled back")
+    with engine.connect() as connection:
+        generation = connection.execute(sa.select(NODES.c.generation).where(
+            NODES.c.id == node)).scalar_one()
+    assert generation == (5 if raises else 6)
     db_api.dispose_engines()
