@@ -13,12 +13,15 @@ back):
 instances each) in the simulator's scratch SQLite file, or in the empty
 database of ``--url``; then ``--warmup``
 untimed and ``--claims`` timed claims of 1 vCPU, 512 MB and 1 GB, node
-after node. Prints one line::
+after node; with ``--release`` each is released at once (a release is
+the same kind of transaction: the node found, bumped, the allocation
+deleted). Prints one line::
 
-    locked_claims hosts=1000 claims=4000 claim_us=195.2 load1=0.9
+    locked_claims hosts=1000 claims=4000 release=0 claim_us=195.2 load1=0.9
 
-``claim_us``: CPU time (user + system) of this process per claim. To
-compare two trees, run each with ``PYTHONPATH`` set to it, alternating.
+``claim_us``: CPU time (user + system) of this process per claim (with
+its release). To compare two trees, run each with ``PYTHONPATH`` set to
+it, alternating.
 """
 
 import argparse
@@ -46,8 +49,9 @@ except ImportError:  # python -m tools.bench_locked_claims
 
 
 def measure(url: str, hosts: int, instances: int, warmup: int,
-            count: int) -> float:
-    """CPU microseconds of one claim, after ``warmup`` claims."""
+            count: int, release: bool) -> float:
+    """CPU microseconds of one claim (and its release), after ``warmup``
+    of them."""
     conf = bench_claims_load.make_conf(url)
     conf.set_override("sqlite_synchronous", False, group="database")
     engine = db_api.get_engine(conf)
@@ -59,12 +63,19 @@ def measure(url: str, hosts: int, instances: int, warmup: int,
             sa.select(NODES.c.id).order_by(NODES.c.id)).scalars())
     store = claims.Claims(conf)
     usage = claims.Usage(1, 512, 1)
+
+    def claim(number: int) -> None:
+        instance = str(uuid.uuid4())
+        store.claim(nodes[number % hosts], instance, usage)
+        if release:
+            store.release(instance)
+
     try:
         for number in range(warmup):
-            store.claim(nodes[number % hosts], str(uuid.uuid4()), usage)
+            claim(number)
         began = time.process_time()
         for number in range(count):
-            store.claim(nodes[number % hosts], str(uuid.uuid4()), usage)
+            claim(number)
         return 1e6 * (time.process_time() - began) / count
     finally:
         db_api.dispose_engines()
@@ -77,6 +88,8 @@ def main() -> int:
                         help="claimed instances written on each node first")
     parser.add_argument("--claims", type=int, default=4000)
     parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--release", action="store_true",
+                        help="release each claim at once")
     parser.add_argument("--url", help="an empty database to use (default: "
                         "a scratch SQLite file, as the simulator's)")
     args = parser.parse_args()
@@ -88,9 +101,10 @@ def main() -> int:
     with simulation_runs.scratch_directory() as directory:
         url = args.url or f"sqlite:///{directory}/claims.sqlite"
         claim_us = measure(url, args.hosts, args.instances, args.warmup,
-                           args.claims)
+                           args.claims, args.release)
     print(f"locked_claims hosts={args.hosts} claims={args.claims} "
-          f"claim_us={claim_us:.1f} load1={os.getloadavg()[0]:.1f}")
+          f"release={int(args.release)} claim_us={claim_us:.1f} "
+          f"load1={os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -197,8 +197,8 @@ class Claims:
             # The bump comes first: it takes the node's row lock, waiting
             # for any other claim on the node to commit, and the rollback
             # undoes it when the node turns out full.
-            if connection.execute(claim_sql.BUMP, {"node_id": node_id,
-                                          "now": now}).rowcount == 0:
+            if claim_sql.BUMP.run(connection, {"node_id": node_id,
+                                               "now": now}) == 0:
                 raise ClaimConflict(node_id, "?", "the node no longer "
                                     "exists")
             # A statement of its own, after the lock: under READ
@@ -269,10 +269,10 @@ class Claims:
         with write_transaction(self.engine) as connection:
             # The node first, the order of every writer; its change key
             # moves so that host caches read the new stamp.
-            connection.execute(claim_sql.BUMP, {"node_id": claim.node_id,
-                                          "now": now})
-            kept = connection.execute(claim_sql.KEEP, {
-                "allocation_id": claim.allocation_id, "now": now}).rowcount
+            claim_sql.BUMP.run(connection, {"node_id": claim.node_id,
+                                            "now": now})
+            kept = claim_sql.KEEP.run(connection, {
+                "allocation_id": claim.allocation_id, "now": now})
             if kept != 1:
                 connection.rollback()
                 return False
@@ -286,14 +286,15 @@ class Claims:
     def _release_once(self, release: claim_sql.Release,
                       params: dict[str, object]) -> bool:
         with write_transaction(self.engine) as connection:
-            node_id = connection.execute(release.node, params).scalar()
-            if node_id is None:
+            nodes = release.node.rows(connection, params)
+            if not nodes:
                 return False
+            node_id = nodes[0][0]
             # Node row first, then the allocation: the order claims lock
             # in, so that a release and a claim never deadlock.
-            connection.execute(claim_sql.BUMP, {"node_id": node_id,
-                                          "now": models.utcnow()})
-            deleted = connection.execute(release.delete, params).rowcount
+            claim_sql.BUMP.run(connection, {"node_id": node_id,
+                                            "now": models.utcnow()})
+            deleted = release.delete.run(connection, params)
             if deleted != 1:
                 # Released concurrently: undo the bump, report nothing
                 # released.

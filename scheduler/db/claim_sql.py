@@ -58,10 +58,14 @@ def write_transaction(engine: Engine) -> Iterator[sa.Connection]:
         connection.commit()
 
 
-#: Bumps a node's generation and change time; locks its row.
-BUMP = (NODES.update().where(NODES.c.id == sa.bindparam("node_id"))
-        .values(generation=NODES.c.generation + 1,
-                changed_at=sa.bindparam("now")))
+#: Bumps a node's generation and change time; locks its row. This one
+#: and the other statements of a claim's, a keep's and a release's
+#: transaction run on the driver's cursor: each is one row, where
+#: SQLAlchemy's execution and result layers cost more than the database
+#: (``write_transaction`` has begun SQLAlchemy's transaction for them).
+BUMP = DriverStatement(
+    NODES.update().where(NODES.c.id == sa.bindparam("node_id")).values(
+        generation=NODES.c.generation + 1, changed_at=sa.bindparam("now")))
 
 
 def _sum(column: sa.Column) -> sa.Label:
@@ -90,9 +94,7 @@ _NODE_USAGE = sa.select(
 NodeUsage = collections.namedtuple(
     "NodeUsage", _NODE_USAGE.selected_columns.keys())
 #: A node's identity, capacity, ratios and claimed resources (one scan of
-#: its allocations). On the driver's cursor, as ``INSERT``: a claim on
-#: SQLite or MariaDB is three statements of one row each, where
-#: SQLAlchemy's execution and result layers cost more than the database.
+#: its allocations).
 NODE_USAGE = DriverStatement(_NODE_USAGE, NodeUsage._make)
 
 #: A claim's allocation row. Every column is named: a DriverStatement
@@ -199,8 +201,8 @@ CLAIMS_OF = sa.select(
 _ALLOCATION = ALLOCATIONS.c.uuid == sa.bindparam("allocation_id")
 
 #: Stamps an allocation anew (``Claims.keep``).
-KEEP = ALLOCATIONS.update().where(_ALLOCATION).values(
-    created_at=sa.bindparam("now"))
+KEEP = DriverStatement(ALLOCATIONS.update().where(_ALLOCATION).values(
+    created_at=sa.bindparam("now")))
 
 
 class Release(NamedTuple):
@@ -208,13 +210,15 @@ class Release(NamedTuple):
     allocation (bumped first, the order every writer locks in) and the
     delete."""
 
-    node: sa.Select
-    delete: sa.Delete
+    node: DriverStatement
+    delete: DriverStatement
 
 
 def _release(where: sa.ColumnElement[bool]) -> Release:
-    return Release(sa.select(ALLOCATIONS.c.compute_node_id).where(where),
-                   ALLOCATIONS.delete().where(where))
+    return Release(
+        DriverStatement(sa.select(ALLOCATIONS.c.compute_node_id).where(
+            where)),
+        DriverStatement(ALLOCATIONS.delete().where(where)))
 
 
 #: The claim of ``instance_uuid``.

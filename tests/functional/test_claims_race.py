@@ -345,11 +345,10 @@ def test_a_driver_statement_first_in_a_write_transaction_on_postgresql(
     rolled back with it: SQLAlchemy began the transaction, not psycopg
     alone."""
     from scheduler.db import claim_sql
-    from scheduler.db.driver import DriverStatement
 
     conf, _, node = _one_node(postgresql_url, vcpus=8, generation=5)
     engine = db_api.get_engine(conf, pre_ping=False)
-    bump = DriverStatement(claim_sql.BUMP)
+    bump = claim_sql.BUMP
     with contextlib.suppress(RuntimeError), \
             claim_sql.write_transaction(engine) as connection:
         assert bump.run(connection, {"node_id": node,
