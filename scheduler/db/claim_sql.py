@@ -30,6 +30,11 @@ def write_transaction(engine: Engine) -> Iterator[sa.Connection]:
     statement sees what committed before it, in particular the claims of
     the transaction whose row lock we waited for (MariaDB's default
     REPEATABLE READ would keep reading the older snapshot).
+
+    SQLAlchemy's transaction is begun here on every database (on SQLite
+    and MariaDB by the first statement, on PostgreSQL explicitly), so that
+    a ``DriverStatement`` may be the block's first statement: one the
+    driver opened alone would not be committed with the block.
     """
     backend = engine.dialect.name
     with engine.connect() as connection:

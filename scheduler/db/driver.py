@@ -1,11 +1,12 @@
 """Statements of the request path run on the driver's own cursor.
 
 A decision runs a few small statements (the host cache's scan, the
-claim). Through ``Connection.execute`` each pays SQLAlchemy's execution
-and result layers: the statement's cache key, the execution context, the
-cursor's description (psycopg builds an object per column for it) and a
-result object with its row metadata, several times what the driver and
-the database spend on a one-row answer. A ``DriverStatement`` is compiled
+claim; a release or a keep as many). Through ``Connection.execute`` each
+pays SQLAlchemy's execution and result layers: the statement's cache
+key, the execution context, the cursor's description (psycopg builds an
+object per column for it) and a result object with its row metadata,
+several times what the driver and the database spend on a one-row
+answer. A ``DriverStatement`` is compiled
 once per dialect and run with the driver's cursor: plain tuples back,
 type conversions applied only where the dialect needs one (SQLite's
 datetimes and booleans, MariaDB's booleans).
@@ -93,8 +94,10 @@ class DriverStatement:
     def run(self, connection: sa.Connection,
             parameters: Mapping[str, object]) -> int:
         """Run a statement that returns no rows (an INSERT, an UPDATE);
-        the number of rows it changed (on a connection SQLAlchemy began
-        a transaction on, or in autocommit: see the module's docstring)."""
+        the number of rows it matched, as ``CursorResult.rowcount``
+        counts them (SQLAlchemy's MySQL dialects connect with
+        ``CLIENT.FOUND_ROWS``). On a connection SQLAlchemy began a
+        transaction on, or in autocommit: see the module's docstring."""
         form, arguments = self._prepared(connection, parameters)
         cursor = _executed(connection, form, arguments)
         try:

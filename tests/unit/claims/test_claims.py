@@ -1,5 +1,6 @@
 """Claims in the database: capacity checks, idempotency, release."""
 
+import datetime
 import threading
 import time
 
@@ -9,6 +10,10 @@ from sqlalchemy import exc as sa_exc
 
 from scheduler import claims
 from scheduler.db import api as db_api
+from scheduler.db import claim_sql
+from scheduler.db import models
+from scheduler.db.driver import DriverStatement
+from tests.unit.claims.fakes import ALLOCATIONS
 from tests.unit.claims.fakes import NODES
 from tests.unit.claims.fakes import ONE
 from tests.unit.claims.fakes import add_node
@@ -156,6 +161,63 @@ def test_release_allocation_by_its_own_uuid(engine, store):
     claim = store.claim(node, new_uuid(), ONE)
     assert store.release_allocation(new_uuid()) is False
     assert store.release_allocation(claim.allocation_id) is True
+    assert allocations(engine) == []
+
+
+def test_keep_of_a_released_claim_is_false_and_undoes_its_bump(engine,
+                                                                store):
+    node = add_node(engine, "a")
+    instance = new_uuid()
+    claim = store.claim(node, instance, ONE)
+    assert store.keep(claim) is True
+    store.release(instance)
+    generation = node_row(engine, node).generation
+    assert store.keep(claim) is False
+    assert node_row(engine, node).generation == generation
+    # Nothing was left open: the node takes the next claim.
+    store.claim(node, new_uuid(), ONE)
+
+
+def test_a_release_whose_delete_finds_nothing_undoes_its_bump(engine,
+                                                              store):
+    # Another release deleting the allocation between the node's read and
+    # the delete: the bump is rolled back and nothing is released.
+    node = add_node(engine, "a")
+    claim = store.claim(node, new_uuid(), ONE)
+    generation = node_row(engine, node).generation
+    raced = claim_sql.Release(
+        claim_sql.RELEASE_ALLOCATION.node, DriverStatement(
+            ALLOCATIONS.delete().where(sa.false()
+                                       & (ALLOCATIONS.c.uuid == sa.bindparam(
+                                           "allocation_id")))))
+    assert store._release_once(
+        raced, {"allocation_id": claim.allocation_id}) is False
+    assert node_row(engine, node).generation == generation
+    assert len(allocations(engine)) == 1
+    assert store.release_allocation(claim.allocation_id) is True
+
+
+def test_times_are_written_and_compared_as_the_column_writes_them(
+        engine, store, monkeypatch):
+    # A whole second: sqlite3 alone would write it without microseconds,
+    # and that text sorts below the column's own.
+    stamp = datetime.datetime(2030, 1, 1, 12, 0, 0)
+    monkeypatch.setattr(models, "utcnow", lambda: stamp)
+    node = add_node(engine, "a")
+    claim = store.claim(node, new_uuid(), ONE)
+    with engine.connect() as connection:
+        written = connection.execute(sa.select(
+            sa.cast(ALLOCATIONS.c.created_at, sa.String))).scalar_one()
+        expected = connection.execute(sa.select(sa.cast(sa.literal(
+            stamp, ALLOCATIONS.c.created_at.type), sa.String))).scalar_one()
+    assert written == expected
+    # Rows matched, not changed: a keep stamping the same time is done.
+    assert store.keep(claim) is True and store.keep(claim) is True
+    one = datetime.timedelta(microseconds=1)
+    assert store.release_allocation(claim.allocation_id,
+                                    made_before=stamp - one) is False
+    assert store.release_allocation(claim.allocation_id,
+                                    made_before=stamp) is True
     assert allocations(engine) == []
 
 
