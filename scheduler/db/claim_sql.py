@@ -51,9 +51,8 @@ def write_transaction(engine: Engine) -> Iterator[sa.Connection]:
             # on check-in.
             connection = connection.execution_options(
                 isolation_level="READ COMMITTED")
-            # Begun here rather than by the first statement, which may be
-            # a DriverStatement (SQLAlchemy would not know of the
-            # transaction psycopg opens for it, nor commit it).
+            # Explicitly: the first statement may be a DriverStatement
+            # (see the docstring).
             connection.begin()
         try:
             yield connection

@@ -6,10 +6,10 @@ pays SQLAlchemy's execution and result layers: the statement's cache
 key, the execution context, the cursor's description (psycopg builds an
 object per column for it) and a result object with its row metadata,
 several times what the driver and the database spend on a one-row
-answer. A ``DriverStatement`` is compiled
-once per dialect and run with the driver's cursor: plain tuples back,
-type conversions applied only where the dialect needs one (SQLite's
-datetimes and booleans, MariaDB's booleans).
+answer. A ``DriverStatement`` is compiled once per dialect and run with
+the driver's cursor: plain tuples back, type conversions applied only
+where the dialect needs one (SQLite's datetimes and booleans, MariaDB's
+booleans).
 
 It still runs through the ``Connection``'s statement hook
 (``_cursor_execute``): ``before_cursor_execute`` events, echo logging,

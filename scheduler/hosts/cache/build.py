@@ -67,8 +67,8 @@ def reported_state(row: NodeRow, decoded: decode.Decoded,
     reported = row.metrics_updated_at
     fields = previous.state.__dict__.copy()
     # No claim the previous report predated, and this one is no older:
-    # none is pending still, without a pass over the node's claims (a
-    # node holds tens of them, and most rows read are reports).
+    # none is pending still, without a pass over every claim the node
+    # holds (most rows read are reports).
     before = fields["metrics_updated_at"]
     if (fields["claims_pending"] or before is None or reported is None
             or reported < before):

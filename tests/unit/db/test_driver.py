@@ -7,10 +7,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from scheduler.db import claim_sql
 from scheduler.db import driver
 from scheduler.db import host_queries
 from scheduler.db import policy_sql
-from scheduler.db.claim_sql import write_transaction
 from scheduler.db.driver import DriverStatement
 from scheduler.db.tables import NODES
 from scheduler.db.tables import POLICY_GENERATION
@@ -152,9 +152,7 @@ def test_a_cursor_that_cannot_be_opened_is_a_wrapped_error(engine):
 
 def test_run_changes_rows_in_the_transaction_of_the_connection(engine):
     node = add_node(engine, "a")
-    stamp = DriverStatement(NODES.update().where(
-        NODES.c.id == sa.bindparam("node_id")).values(
-            changed_at=sa.bindparam("now")))
+    bump = claim_sql.BUMP
     when = datetime.datetime(2030, 1, 2, 3, 4, 5, 6)
 
     def changed_at() -> datetime.datetime:
@@ -162,13 +160,14 @@ def test_run_changes_rows_in_the_transaction_of_the_connection(engine):
             return connection.execute(sa.select(NODES.c.changed_at).where(
                 NODES.c.id == node)).scalar_one()
 
-    with write_transaction(engine) as connection:
-        assert stamp.run(connection, {"node_id": node, "now": when}) == 1
-        assert stamp.run(connection, {"node_id": node + 1, "now": when}) == 0
+    with claim_sql.write_transaction(engine) as connection:
+        assert bump.run(connection, {"node_id": node, "now": when}) == 1
+        assert bump.run(connection, {"node_id": node + 1, "now": when}) == 0
     # Converted as SQLAlchemy converts it (SQLite keeps text).
     assert changed_at() == when
-    with pytest.raises(RuntimeError), write_transaction(engine) as connection:
-        stamp.run(connection, {"node_id": node,
-                               "now": datetime.datetime(2031, 1, 1)})
+    with pytest.raises(RuntimeError), \
+            claim_sql.write_transaction(engine) as connection:
+        bump.run(connection, {"node_id": node,
+                              "now": datetime.datetime(2031, 1, 1)})
         raise RuntimeError("rolled back")
     assert changed_at() == when
