@@ -11,6 +11,7 @@ import numpy as np
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters.nova_names import NOVA_NAMES
+from scheduler.hosts import change_kinds
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
 from scheduler.hosts.table import by_code
@@ -159,7 +160,8 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
             codes, values = table.codes(
                 ("capability", check.attribute, check.keys),
                 lambda host, check=check: _value(host, check.attribute,
-                                                 check.keys))
+                                                 check.keys),
+                change_kinds.of_attribute(check.attribute))
             verdicts = np.fromiter((check.accepts(value) for value in values),
                                    dtype=bool, count=len(values))
             if not verdicts.all():  # (each distinct value passes, usually)

@@ -7,6 +7,7 @@ import numpy as np
 from scheduler.common import clock
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.hosts import change_kinds
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import seconds_before
 from scheduler.hosts.table import HostTable
@@ -27,7 +28,8 @@ class ComputeFilter(BaseHostFilter):
                                  lambda: self._heartbeat_window(spec))
         # A missing heartbeat is NaN, which compares False: down.
         heartbeat = table.column("heartbeat", float,
-                                 lambda host: epoch(host.updated_at))
+                                 lambda host: epoch(host.updated_at),
+                                 change_kinds.REPORTS)
         return ~table.attribute("disabled", bool) & (
             heartbeat >= epoch(oldest))
 

@@ -8,6 +8,7 @@ from scheduler.conf import metric_stat
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.filters import all_of
+from scheduler.hosts import change_kinds
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import MetricsWindow
 from scheduler.hosts.state import metrics_window
@@ -53,7 +54,8 @@ class MetricsFilter(BaseHostFilter):
     def _broken(table: HostTable, name: str) -> np.ndarray:
         """Where the host's latest word on ``name`` is malformed."""
         return table.column(("bad_metric", name), bool,
-                            lambda host: name in host.bad_metrics)
+                            lambda host: name in host.bad_metrics,
+                            change_kinds.REPORTS)
 
     def why_rejected(self, host: HostState,
                      spec: RequestSpec) -> Rejection | None:

@@ -14,18 +14,19 @@ never reported, a heartbeat never sent) are NaN.
 """
 
 import datetime
-import itertools
 import operator
 import threading
 from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Iterable
-from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from scheduler.hosts import change_kinds
+from scheduler.hosts.host_list import HostList
 
 if TYPE_CHECKING:
     # The host manager keeps a table of its own: no import cycle at run
@@ -35,8 +36,9 @@ if TYPE_CHECKING:
 _EPOCH = datetime.datetime(1970, 1, 1)
 _SECOND = datetime.timedelta(seconds=1)
 
-#: A column's recipe: its dtype and the value of one host.
-Builder = tuple[type | str, Callable[["HostState"], object]]
+#: A column's recipe: its dtype, the value of one host, and the kinds of
+#: change that can move that value (``change_kinds``).
+Builder = tuple[type | str, Callable[["HostState"], object], frozenset[str]]
 
 
 def epoch(moment: datetime.datetime | None) -> float:
@@ -49,75 +51,6 @@ def epoch(moment: datetime.datetime | None) -> float:
     if moment is None:
         return np.nan
     return (moment - _EPOCH) / _SECOND
-
-
-#: Hosts per chunk of a HostList: 2 ** _CHUNK_BITS.
-_CHUNK_BITS = 10
-_CHUNK = 1 << _CHUNK_BITS
-_CHUNK_MASK = _CHUNK - 1
-
-
-class HostList(Sequence):
-    """The hosts of a table, held in chunks of 1,024 that the table's next
-    versions share.
-
-    Every refresh makes a new table version with the changed hosts
-    replaced. A plain list was copied, and the old one freed, whole: at
-    100,000 hosts that was nearly a third of each decision. Here a version
-    copies the chunks of the hosts it replaces and shares the others.
-    """
-
-    __slots__ = ("_chunks", "_length")
-
-    def __init__(self, hosts: Iterable["HostState"] = ()):
-        hosts = list(hosts)
-        self._length = len(hosts)
-        self._chunks = [hosts[start:start + _CHUNK]
-                        for start in range(0, len(hosts), _CHUNK)]
-
-    def __len__(self) -> int:
-        return self._length
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return list(self)[index]
-        index = operator.index(index)
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("host index out of range")
-        return self._chunks[index >> _CHUNK_BITS][index & _CHUNK_MASK]
-
-    def __iter__(self) -> Iterator["HostState"]:
-        return itertools.chain.from_iterable(self._chunks)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, HostList | list | tuple):
-            return len(self) == len(other) and list(self) == list(other)
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        return f"HostList({list(self)!r})"
-
-    def take(self, rows: Iterable[int]) -> list["HostState"]:
-        """The hosts at ``rows``, in that order."""
-        chunks = self._chunks
-        return [chunks[row >> _CHUNK_BITS][row & _CHUNK_MASK]
-                for row in rows]
-
-    def replaced(self, rows: Mapping[int, "HostState"]) -> "HostList":
-        """A copy with the host at each position of ``rows`` replaced."""
-        chunks = list(self._chunks)
-        copied: set[int] = set()
-        for index, host in rows.items():
-            number = index >> _CHUNK_BITS
-            if number not in copied:
-                chunks[number] = list(chunks[number])
-                copied.add(number)
-            chunks[number][index & _CHUNK_MASK] = host
-        new = HostList.__new__(HostList)
-        new._chunks, new._length = chunks, self._length
-        return new
 
 
 class HostTable:
@@ -154,41 +87,49 @@ class HostTable:
         return len(self.hosts)
 
     def column(self, key: Hashable, dtype: type | str,
-               value: Callable[["HostState"], object]) -> np.ndarray:
+               value: Callable[["HostState"], object],
+               changed_by: frozenset[str] = change_kinds.ANY) -> np.ndarray:
         """The column ``key``: ``value(host)`` of every host, as ``dtype``.
 
         ``key`` must name what ``value`` computes, including every
         parameter it depends on: the column is kept under that key, and
-        recomputed with ``value`` for hosts that change. Read-only.
+        recomputed with ``value`` for hosts that change, but for those
+        whose kind of change (``change_kinds``) is not in ``changed_by``.
+        Read-only.
         """
         found = self._columns.get(key)
         if found is None:
             array = _build(self.hosts, dtype, value)
             with self._lock:
-                found = self._columns.setdefault(key, (array, (dtype, value)))
+                found = self._columns.setdefault(
+                    key, (array, (dtype, value, changed_by)))
         return found[0]
 
     def attribute(self, name: str, dtype: type | str = float) -> np.ndarray:
         """The column of HostState attribute (or property) ``name``."""
         return self.column(("attribute", name), dtype,
-                           operator.attrgetter(name))
+                           operator.attrgetter(name),
+                           change_kinds.of_attribute(name))
 
     def matches(self, name: str, wanted: object) -> np.ndarray:
         """Where HostState attribute ``name`` equals ``wanted``."""
         codes, values = self.codes(("attribute", name),
-                                   operator.attrgetter(name))
+                                   operator.attrgetter(name),
+                                   change_kinds.of_attribute(name))
         return by_code(codes, np.array([value == wanted for value in values],
                                        dtype=bool))
 
-    def codes(self, key: Hashable, value: Callable[["HostState"], object]
+    def codes(self, key: Hashable, value: Callable[["HostState"], object],
+              changed_by: frozenset[str] = change_kinds.ANY
               ) -> tuple[np.ndarray, list]:
         """``value(host)`` of every host as small integers: ``values[
         codes[i]]`` is host i's value. A check of the distinct values,
         which are few in a fleet (CPU models, zones), then stands for a
         check of every host: ``verdicts[codes]``.
         """
-        codes = self.column(("codes", key), np.intp, _Interner(value))
-        _array, (_dtype, interner) = self._columns[("codes", key)]
+        codes = self.column(("codes", key), np.intp, _Interner(value),
+                            changed_by)
+        _array, (_dtype, interner, _kinds) = self._columns[("codes", key)]
         return codes, interner.values
 
     def at_least(self, key: Hashable, bound: float) -> bool:
@@ -237,10 +178,12 @@ class HostTable:
         return self._name_rank
 
     def replaced(self, rows: Mapping[int, "HostState"],
-                 hand_over: bool = False) -> "HostTable":
+                 hand_over: bool = False,
+                 kinds: Mapping[int, str] | None = None) -> "HostTable":
         """A table whose hosts at the ``rows`` positions are replaced by
         hosts of the same names, its columns carried over with only those
-        rows recomputed.
+        rows recomputed; ``kinds``: the kind of change (``change_kinds``)
+        of the rows that had one, whose columns not moved by it are kept.
 
         ``hand_over``: nobody reads this table any more (its owner, the
         host manager, knows): its columns are patched in place and move
@@ -257,17 +200,25 @@ class HostTable:
                 self._columns = {}
                 self._floors = {}
         columns = {}
-        positions = list(rows)
-        # A claim taken into the cache replaces one host, a refresh tens.
-        few = len(positions) <= 16
+        # The rows each set of kinds recomputes: a few sets for all columns.
+        moving: dict[frozenset[str], dict[int, HostState]] = {}
         for key, (array, builder) in carried:
-            dtype, value = builder
+            _dtype, value, changed_by = builder
+            moved = moving.get(changed_by)
+            if moved is None:
+                moved = moving[changed_by] = _moved(rows, kinds, changed_by)
+            if hand_over and not moved:
+                columns[key] = (array, builder)
+                continue
             if hand_over:
                 array.setflags(write=True)
             else:
                 array = array.copy()
+            positions = list(moved)
+            # A claim taken into the cache replaces one host, a refresh tens.
+            few = len(positions) <= 16
             before = _values(array, positions, few) if key in floors else None
-            for index, host in rows.items():
+            for index, host in moved.items():
                 array[index] = value(host)
             array.setflags(write=False)
             columns[key] = (array, builder)
@@ -275,6 +226,16 @@ class HostTable:
                 floors[key] = _lowered(floors[key], before,
                                        _values(array, positions, few))
         return HostTable(hosts, columns, self._name_rank, floors)
+
+
+def _moved(rows: Mapping[int, "HostState"], kinds: Mapping[int, str] | None,
+           changed_by: frozenset[str]) -> Mapping[int, "HostState"]:
+    """The ``rows`` a column moved by ``changed_by`` recomputes: those
+    without a kind of change, and those whose kind moves it."""
+    if not kinds:
+        return rows
+    return {index: host for index, host in rows.items()
+            if index not in kinds or kinds[index] in changed_by}
 
 
 def _values(array: np.ndarray, positions: list[int], few: bool) -> list:
@@ -377,6 +338,7 @@ def fresh_metric(table: HostTable, name: str,
     """The metric's values (adjusted for pending claims), NaN where it is
     missing or was measured before ``cutoff`` (None: no age check): the
     column form of ``HostState.metric_since``."""
+    # Moved by every kind of change: claims pending count in the value.
     values = table.column(("metric", name), float, metric_value(name))
     if cutoff is None:
         return values
@@ -384,7 +346,8 @@ def fresh_metric(table: HostTable, name: str,
     fresh = table.fresh.get(key)
     if fresh is None:
         measured_key = ("metric_epoch", name)
-        measured = table.column(measured_key, float, metric_epoch(name))
+        measured = table.column(measured_key, float, metric_epoch(name),
+                                change_kinds.REPORTS)
         since = epoch(cutoff)
         # Usually every host reported the metric since the cutoff: the
         # values are the fresh ones.

@@ -25,6 +25,7 @@ from scheduler.common import heap
 from scheduler.common import observability
 from scheduler.db import models
 from scheduler.db.host_queries import AllocationRow
+from scheduler.hosts import change_kinds
 from scheduler.hosts.cache import refresher as host_cache_refresher
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import build_state
@@ -265,7 +266,8 @@ class HostManager(RefreshReads):
             self._apply(Changes(
                 full=False, entries={claim.node_id: entry}, gone=set(),
                 newest=None, rows_read=0, rows_fetched=0, rows_decoded=0,
-                allocations_read=0))
+                allocations_read=0,
+                kinds={claim.node_id: change_kinds.CLAIM}))
             return True
 
     def _refresh(self, now: float) -> None:
@@ -350,6 +352,7 @@ class HostManager(RefreshReads):
                 if changes.full else changes.gone)
         reorder = False
         replaced: dict[int, HostState] = {}
+        kinds: dict[int, str] = {}
         entries, position = self._entries, self._position
         for node_id, entry in changes.entries.items():
             old = entries.get(node_id)
@@ -365,7 +368,11 @@ class HostManager(RefreshReads):
                     or state.nodename != old_state.nodename):
                 reorder = True
             else:
-                replaced[position[node_id]] = state
+                row = position[node_id]
+                replaced[row] = state
+                kind = changes.kinds.get(node_id)
+                if kind is not None:
+                    kinds[row] = kind
         for node_id in gone:
             if self._entries.pop(node_id, None) is not None:
                 reorder = True
@@ -377,8 +384,9 @@ class HostManager(RefreshReads):
             self._table = HostTable(ordered)
         elif replaced:
             table = self._table
-            self._table = table.replaced(replaced, hand_over=not (
-                table.leases or table.handed_out))
+            self._table = table.replaced(
+                replaced, hand_over=not (table.leases or table.handed_out),
+                kinds=kinds)
         self._advance_watermark(changes.newest)
 
     def _advance_watermark(self, newest: datetime.datetime | None) -> None:

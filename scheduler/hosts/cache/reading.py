@@ -23,6 +23,7 @@ from scheduler.db import tables
 from scheduler.db.host_queries import AllocationRow
 from scheduler.db.host_queries import KeyRow
 from scheduler.db.host_queries import NodeRow
+from scheduler.hosts import change_kinds
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import build_state
@@ -49,6 +50,9 @@ class Changes:
     rows_fetched: int
     rows_decoded: int
     allocations_read: int
+    #: The kind of change (``change_kinds``) of the entries that had one,
+    #: by node id: the host table keeps their other columns.
+    kinds: dict[int, str] = dataclasses.field(default_factory=dict)
 
 
 class RefreshProbe(Protocol):
@@ -128,8 +132,8 @@ class RefreshReads:
             allocations = host_queries.fetch_paced(
                 connection, host_queries.ALL_ALLOCATIONS, AllocationRow,
                 pace)
-        entries, decoded = self._build_entries(rows, allocations,
-                                               reuse=True, pace=pace)
+        entries, decoded, _kinds = self._build_entries(
+            rows, allocations, reuse=True, pace=pace)
         return Changes(
             full=True, entries=entries, gone=set(),
             newest=max((row.changed_at for row in rows), default=None),
@@ -175,9 +179,8 @@ class RefreshReads:
             allocations.extend(host_queries.fetch(
                 connection, host_queries.ALLOCATIONS_BY_NODE, AllocationRow,
                 ids=list(chunk)))
-        entries, decoded = self._build_entries(rows, allocations,
-                                               reuse=False,
-                                               kept_claims=kept_claims)
+        entries, decoded, kinds = self._build_entries(
+            rows, allocations, reuse=False, kept_claims=kept_claims)
         return Changes(
             full=False, entries=entries,
             # Seen by the scan, gone when read: deleted in between.
@@ -185,7 +188,8 @@ class RefreshReads:
             newest=max((row.changed_at for row in itertools.chain(
                 newer, keys, rows)), default=None),
             rows_read=len(newer) + len(keys), rows_fetched=len(rows),
-            rows_decoded=decoded, allocations_read=len(allocations))
+            rows_decoded=decoded, allocations_read=len(allocations),
+            kinds=kinds)
 
     @staticmethod
     def _scan(connection: sa.Connection, watermark: datetime.datetime,
@@ -307,12 +311,15 @@ class RefreshReads:
                        pace: Callable[[], None] | None = None,
                        kept_claims: Mapping[
                            int, Sequence[AllocationRow]] | None = None
-                       ) -> tuple[dict[int, Entry], int]:
+                       ) -> tuple[dict[int, Entry], int, dict[int, str]]:
+        """The rows' entries, how many rows were decoded, and the kind of
+        change of those a report alone changed (``Changes.kinds``)."""
         if not rows:  # most refreshes of a small fleet: no option read
-            return {}, 0
+            return {}, 0, {}
         by_node: dict[int, Sequence[AllocationRow]] = {
             **claims_by_node(allocations), **(kept_claims or {})}
         entries = {}
+        kinds: dict[int, str] = {}
         decoded_rows = 0
         # Options read once per refresh, not once per row: an oslo.config
         # lookup costs about a microsecond, a report some tens.
@@ -349,11 +356,13 @@ class RefreshReads:
                            and node_id in kept_claims else None)
             state = same_claims and reported_state(
                 row, decoded, previous, ratios, pending_fraction)
+            if state:
+                kinds[node_id] = change_kinds.REPORT
             entries[node_id] = new_entry((
                 state or build_state(row, claims, decoded, ratios,
                                      same_claims, pending_fraction),
                 decoded, source))
-        return entries, decoded_rows
+        return entries, decoded_rows, kinds
 
     @staticmethod
     def _reusable(entry: Entry, kept: NodeRow) -> decode.Decoded | None:

@@ -14,6 +14,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scheduler.hosts import change_kinds
 from scheduler.hosts import state as hm
 from scheduler.hosts.table import HostTable
 from scheduler.weights.normalization import normalize
@@ -28,6 +29,7 @@ from tests.unit.hosts.fakes import apply_options
 from tests.unit.hosts.fakes import as_optional
 from tests.unit.hosts.fakes import configured
 from tests.unit.hosts.fakes import fleets
+from tests.unit.hosts.fakes import host_states
 from tests.unit.hosts.fakes import request
 from tests.unit.hosts.fakes import spec_dicts
 
@@ -208,7 +210,7 @@ def _same_column(replaced: HostTable, fresh: HostTable, key,
     """Column ``key`` of ``replaced`` (carried over) is what ``fresh``
     builds from scratch; code columns compared by the values they
     stand for."""
-    dtype, value = builder
+    dtype, value, _changed_by = builder
     array = replaced.column(key, dtype, value)
     if isinstance(key, tuple) and key[:1] == ("codes",):
         _codes, interned = replaced.codes(key[1], value)
@@ -258,6 +260,51 @@ def test_replaced_equals_a_fresh_table(data, hosts, spec_dict, options):
         assert (_run_plugins(conf, replaced, spec_dict)
                 == _run_plugins(conf, fresh, spec_dict))
         assert replaced.name_rank().tolist() == fresh.name_rank().tolist()
+
+
+@PROPERTY
+@given(data=st.data(), hosts=fleets(), spec_dict=spec_dicts,
+       options=option_sets)
+def test_replaced_by_kind_equals_a_fresh_table(data, hosts, spec_dict,
+                                               options):
+    """Rows replaced with a kind of change keep the columns that kind
+    cannot move (``change_kinds``), and the table is still what a fresh
+    one builds: a claim moves the claims, a report the metrics, the
+    heartbeat and the pending claims, both the generation."""
+    with configured() as conf:
+        apply_options(conf, options)
+        table = HostTable(hosts)
+        _run_plugins(conf, table, spec_dict)
+        changed = data.draw(st.lists(st.sampled_from(range(len(hosts))),
+                                     unique=True) if hosts else st.just([]))
+        kind = data.draw(st.sampled_from((change_kinds.REPORT,
+                                          change_kinds.CLAIM)))
+        flavor = spec_dict["flavor"]
+        copies = hm.snapshot([hosts[i] for i in changed])
+        for number, copy in enumerate(copies):
+            copy.generation += 1
+            if kind == change_kinds.CLAIM:
+                copy.consume(flavor["vcpus"], flavor["memory_mb"],
+                             flavor["root_gb"], f"new-{number}", "g3")
+                continue
+            report = data.draw(host_states)
+            for name in ("metrics", "updated_at", "vcpus_pending",
+                         "memory_mb_pending"):
+                setattr(copy, name, getattr(report, name))
+            # Every metric's word turned: a column of them must move.
+            copy.bad_metrics = frozenset(METRICS) - copy.bad_metrics
+        new_hosts = list(hosts)
+        for index, copy in zip(changed, copies, strict=True):
+            new_hosts[index] = copy
+
+        replaced = table.replaced(dict(zip(changed, copies, strict=True)),
+                                  hand_over=data.draw(st.booleans()),
+                                  kinds=dict.fromkeys(changed, kind))
+        fresh = HostTable(new_hosts)
+        for key, (_array, builder) in dict(replaced._columns).items():
+            _same_column(replaced, fresh, key, builder)
+        assert (_run_plugins(conf, replaced, spec_dict)
+                == _run_plugins(conf, fresh, spec_dict))
 
 
 # Values equal across types (1 == 1.0 == True) that a capability matches

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scheduler.common import clock
 from scheduler.engine import filter_scheduler
 from scheduler.hosts import table as host_table
-from scheduler.hosts.table import HostList
+from scheduler.hosts.host_list import HostList
 from scheduler.hosts.table import HostTable
 from tests import fakes
 from tests.unit.hosts.fakes import COLUMN_FILTERS

@@ -24,8 +24,12 @@ from tests.unit.hosts.cache.fakes import update_node
 
 START = datetime.datetime(2026, 1, 1)
 _NAMES = ("cpu.percent", "memory.used", "memory.free")
-#: The table's columns a decision builds, patched by every refresh.
+#: The table's columns a decision builds, patched by every refresh (each
+#: as the filters and weighers declare it: only for the kinds of change
+#: that can move it).
 COLUMNS = (("attribute", "generation"), ("attribute", "vcpus_pending"),
+           ("attribute", "free_vcpus"), ("attribute", "vcpus"),
+           ("attribute", "num_instances"), ("attribute", "disabled"),
            ("metric", "cpu.percent"), ("metric_epoch", "cpu.percent"))
 
 
@@ -174,6 +178,10 @@ def columns(manager: HostManager) -> Iterator[tuple]:
     by refreshes since, beside the same columns built from its hosts."""
     with manager.leased_table() as table:
         fresh = table_mod.HostTable(list(table.hosts))
+        for built in (table, fresh):
+            # The metric's columns as filters build them (a cutoff that
+            # every report passes builds its times too).
+            table_mod.fresh_metric(built, "cpu.percent", START)
         for key in COLUMNS:
             kind, name = key
             if kind == "attribute":
