@@ -23,9 +23,10 @@ parts counted in the innermost only:
 - ``engine``: filters, weighers and ranking on the refreshed table
   (``FilterScheduler._select``);
 - ``claim``: the claim, one statement on PostgreSQL (``Claims.claim``);
-- ``rest``: everything else of the call (placement bookkeeping, taking
-  the claim into the cache, the request's warnings, the decision's log
-  line and counters).
+- ``take_in``: the claim taken into the host cache, its host's state
+  built again and the host table patched (``HostManager.record_claim``);
+- ``rest``: everything else of the call (placement bookkeeping, the
+  request's warnings, the decision's log line and counters).
 
 Full reloads of the host cache, which a serving worker leaves to its
 background thread, are kept out of the measured window.
@@ -111,6 +112,7 @@ def instrumented(clock: PartClock) -> Iterator[None]:
         ("policies", live_policies.LivePolicies, "observed"),
         ("engine", filter_scheduler.FilterScheduler, "_select"),
         ("claim", store.Claims, "claim"),
+        ("take_in", host_cache.HostManager, "record_claim"),
     ]
     saved = [(owner, name, owner.__dict__[name])
              for _, owner, name in targets]
@@ -232,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                         args.calls, args.warmup)
     total = parts["total"]
     for part in ("validate", "refresh", "policies", "engine", "claim",
-                 "rest"):
+                 "take_in", "rest"):
         spent = parts.get(part, 0.0)
         print(f"part={part} hosts={args.hosts} cpu_ms={spent:.3f} "
               f"share={spent / total:.0%}")
