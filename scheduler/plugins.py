@@ -27,6 +27,7 @@ from scheduler.balancer.base import Proposal
 from scheduler.balancer.history import UtilizationHistory
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
+from scheduler.hosts import change_kinds
 from scheduler.hosts.state import MIB
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import Metric
@@ -47,5 +48,5 @@ __all__ = [
     "BaseHostFilter", "BaseHostWeigher", "Flavor", "HostLoad", "HostState",
     "HostTable", "Instance", "Metric", "MetricsWindow", "Parameter",
     "Proposal", "Rejection", "RequestSpec", "UtilizationHistory",
-    "fresh_metric", "is_number", "metrics_window",
+    "change_kinds", "fresh_metric", "is_number", "metrics_window",
 ]

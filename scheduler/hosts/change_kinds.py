@@ -35,7 +35,9 @@ ANY = frozenset((REPORT, CLAIM))
 
 #: The kinds that can move each ``HostState`` attribute (fields and
 #: properties; ``tests/unit/hosts/test_change_kinds.py`` checks that
-#: every one of them is here).
+#: every one of them is here, ``tests/unit/hosts/cache/
+#: test_change_kinds_of_builders.py`` that the cache's builders move no
+#: other).
 ATTRIBUTES: Mapping[str, frozenset[str]] = {
     **dict.fromkeys(
         ("node_id", "uuid", "host", "nodename", "cluster",
@@ -57,7 +59,7 @@ ATTRIBUTES: Mapping[str, frozenset[str]] = {
 }
 
 
-def of_attribute(name: str) -> frozenset[str]:
+def of_attribute(name: str | None) -> frozenset[str]:
     """The kinds that can move HostState attribute ``name`` (all of them
-    for a name not known here: a subclass's own)."""
+    for a name not known here: a subclass's own, a Nova name, None)."""
     return ATTRIBUTES.get(name, ANY)

@@ -95,7 +95,8 @@ class HostTable:
         parameter it depends on: the column is kept under that key, and
         recomputed with ``value`` for hosts that change, but for those
         whose kind of change (``change_kinds``) is not in ``changed_by``.
-        Read-only.
+        The first caller's recipe is kept: callers of one key must pass
+        the same ``value`` and ``changed_by``. Read-only.
         """
         found = self._columns.get(key)
         if found is None:
@@ -200,13 +201,20 @@ class HostTable:
                 self._columns = {}
                 self._floors = {}
         columns = {}
-        # The rows each set of kinds recomputes: a few sets for all columns.
-        moving: dict[frozenset[str], dict[int, HostState]] = {}
+        # The rows each set of kinds recomputes (a few sets for all the
+        # columns), their positions, and whether they are few.
+        moving: dict[frozenset[str],
+                     tuple[Mapping[int, HostState], list[int], bool]] = {}
         for key, (array, builder) in carried:
             _dtype, value, changed_by = builder
-            moved = moving.get(changed_by)
-            if moved is None:
-                moved = moving[changed_by] = _moved(rows, kinds, changed_by)
+            found = moving.get(changed_by)
+            if found is None:
+                moved = _moved(rows, kinds, changed_by)
+                # A claim taken into the cache replaces one host, a
+                # refresh tens.
+                found = moving[changed_by] = (moved, list(moved),
+                                              len(moved) <= 16)
+            moved, positions, few = found
             if hand_over and not moved:
                 columns[key] = (array, builder)
                 continue
@@ -214,9 +222,6 @@ class HostTable:
                 array.setflags(write=True)
             else:
                 array = array.copy()
-            positions = list(moved)
-            # A claim taken into the cache replaces one host, a refresh tens.
-            few = len(positions) <= 16
             before = _values(array, positions, few) if key in floors else None
             for index, host in moved.items():
                 array[index] = value(host)

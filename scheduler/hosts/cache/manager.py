@@ -266,8 +266,7 @@ class HostManager(RefreshReads):
             self._apply(Changes(
                 full=False, entries={claim.node_id: entry}, gone=set(),
                 newest=None, rows_read=0, rows_fetched=0, rows_decoded=0,
-                allocations_read=0,
-                kinds={claim.node_id: change_kinds.CLAIM}))
+                allocations_read=0, kinds={claim.node_id: change_kinds.CLAIM}))
             return True
 
     def _refresh(self, now: float) -> None:
@@ -337,8 +336,10 @@ class HostManager(RefreshReads):
                 newest = None
             else:
                 self._window_checked = now
+            # Kinds read outside the lock would be of an older cache.
             self._apply(dataclasses.replace(
-                changes, full=False, entries=diff, gone=gone, newest=newest))
+                changes, full=False, entries=diff, gone=gone, newest=newest,
+                kinds={}))
             self._last_full = now
             self._refreshed(changes, began)
         heap.release_free_memory()  # the load's and the replaced entries
@@ -352,7 +353,6 @@ class HostManager(RefreshReads):
                 if changes.full else changes.gone)
         reorder = False
         replaced: dict[int, HostState] = {}
-        kinds: dict[int, str] = {}
         entries, position = self._entries, self._position
         for node_id, entry in changes.entries.items():
             old = entries.get(node_id)
@@ -368,11 +368,7 @@ class HostManager(RefreshReads):
                     or state.nodename != old_state.nodename):
                 reorder = True
             else:
-                row = position[node_id]
-                replaced[row] = state
-                kind = changes.kinds.get(node_id)
-                if kind is not None:
-                    kinds[row] = kind
+                replaced[position[node_id]] = state
         for node_id in gone:
             if self._entries.pop(node_id, None) is not None:
                 reorder = True
@@ -384,6 +380,8 @@ class HostManager(RefreshReads):
             self._table = HostTable(ordered)
         elif replaced:
             table = self._table
+            kinds = {position[node_id]: kind for node_id, kind
+                     in changes.kinds.items() if position[node_id] in replaced}
             self._table = table.replaced(
                 replaced, hand_over=not (table.leases or table.handed_out),
                 kinds=kinds)
