@@ -237,7 +237,7 @@ def _moved(rows: Mapping[int, "HostState"], kinds: Mapping[int, str] | None,
            changed_by: frozenset[str]) -> Mapping[int, "HostState"]:
     """The ``rows`` a column moved by ``changed_by`` recomputes: those
     without a kind of change, and those whose kind moves it."""
-    if not kinds:
+    if not kinds or changed_by >= change_kinds.ANY:
         return rows
     return {index: host for index, host in rows.items()
             if index not in kinds or kinds[index] in changed_by}
