@@ -380,8 +380,8 @@ class HostManager(RefreshReads):
             self._table = HostTable(ordered)
         elif replaced:
             table = self._table
-            kinds = {position[node_id]: kind for node_id, kind
-                     in changes.kinds.items() if position[node_id] in replaced}
+            kinds = {position[node_id]: kind
+                     for node_id, kind in changes.kinds.items()}
             self._table = table.replaced(
                 replaced, hand_over=not (table.leases or table.handed_out),
                 kinds=kinds)
