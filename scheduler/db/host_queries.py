@@ -41,6 +41,9 @@ class NodeRow(NamedTuple):
     generation: int
     changed_at: datetime.datetime
     updated_at: datetime.datetime
+    #: The report's instance entries (schema revision 0007), last: rows
+    #: built by hand may leave it out.
+    instance_metrics: str | None = None
 
 
 class KeyRow(NamedTuple):

@@ -73,6 +73,10 @@ class ComputeNode(Base):
     networks: Mapped[str] = mapped_column(Text, nullable=False, default="[]")
     metrics: Mapped[str] = mapped_column(LongText, nullable=False,
                                          default="[]")
+    # The report's instance entries (docs/operator-guide.md), apart from
+    # the host's own metrics that every refresh reads; NULL: none, or
+    # kept in metrics by an agent older than schema revision 0007.
+    instance_metrics: Mapped[str | None] = mapped_column(LongText)
     metrics_updated_at: Mapped[datetime.datetime | None] = mapped_column(
         PreciseDateTime)
     disabled: Mapped[bool] = mapped_column(Boolean, nullable=False,

@@ -38,10 +38,16 @@ def write_report(connection: sa.Connection, node_id: int,
                  metrics: list[dict], usage: dict,
                  now: datetime.datetime) -> bool:
     """Store a node's metrics and measured usage, reported at ``now``;
-    False if its row is gone."""
+    False if its row is gone. The instance entries go to a column of
+    their own (``instance_metrics``: NULL when there are none), so that
+    the schedulers' refreshes read the host's own metrics alone."""
+    own = [entry for entry in metrics if "instance" not in entry]
+    instances = [entry for entry in metrics if "instance" in entry]
     return bool(connection.execute(
         NODES.update().where(NODES.c.id == node_id).values(
-            metrics=json.dumps(metrics), metrics_updated_at=now,
+            metrics=json.dumps(own),
+            instance_metrics=json.dumps(instances) if instances else None,
+            metrics_updated_at=now,
             updated_at=now, changed_at=now,
             # Every writer bumps it: how the schedulers' caches notice a
             # change committed late (host_cache).
@@ -50,10 +56,15 @@ def write_report(connection: sa.Connection, node_id: int,
 
 
 def node_row(connection: sa.Connection, node_id: int) -> dict:
-    """A node's row as stored, JSON columns decoded."""
+    """A node's row as stored, JSON columns decoded; ``metrics`` is the
+    list the monitors reported: the host's metrics, then the instance
+    entries stored apart."""
     row = connection.execute(sa.select(NODES).where(
         NODES.c.id == node_id)).mappings().one()
     result = dict(row)
     for column in ("cpu_info", "networks", "metrics"):
         result[column] = json.loads(result[column])
+    instances = result.pop("instance_metrics")
+    if instances is not None:
+        result["metrics"] += json.loads(instances)
     return result

@@ -142,7 +142,7 @@ class SimulatedFleet:
             "memory_mb_used": HOST_RESERVED_MB, "local_gb_used": 0,
             "cpu_info": json.dumps({"arch": "x86_64"}), "networks": "[]",
             "metrics": self._metrics(now.isoformat() + "Z", 0.0,
-                                     HOST_RESERVED_MB, (), i),
+                                     HOST_RESERVED_MB, i),
             "metrics_updated_at": now, "updated_at": now, "changed_at": now,
             "created_at": now, "disabled": False, "generation": 0,
         } for i, kind in enumerate(kinds)]
@@ -178,11 +178,17 @@ class SimulatedFleet:
                     memory_mb_used.tolist(), versions, strict=True):
                 template = templates.get(host)
                 if template is None or template[0] != version:
-                    template = templates[host] = (version, self._metrics(
-                        _STAMP, cpu, memory, instances(host),
-                        host).split(_STAMP))
-                rows.append((stamp.join(template[1]), stored,
-                             stored, stored, memory, self.node_ids[host]))
+                    held = instances(host)
+                    template = templates[host] = (
+                        version,
+                        self._metrics(_STAMP, cpu, memory,
+                                      host).split(_STAMP),
+                        self._instance_metrics(_STAMP, held).split(
+                            _STAMP) if held else None)
+                rows.append((stamp.join(template[1]),
+                             template[2] and stamp.join(template[2]),
+                             stored, stored, stored, memory,
+                             self.node_ids[host]))
             # The driver's own executemany: a report of every node every
             # interval is most of a simulation's writes, and SQLAlchemy's
             # per-row parameter handling would double their cost.
@@ -191,6 +197,7 @@ class SimulatedFleet:
     def _report_sql(self, connection: sa.Connection) -> str:
         mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
         return (f"UPDATE compute_nodes SET metrics = {mark}, "
+                f"instance_metrics = {mark}, "
                 f"metrics_updated_at = {mark}, updated_at = {mark}, "
                 f"changed_at = {mark}, memory_mb_used = {mark}, "
                 f"generation = generation + 1 WHERE id = {mark}")
@@ -206,28 +213,31 @@ class SimulatedFleet:
         return now if process is None else process(now)
 
     def _metrics(self, stamp: str, cpu: float, memory_mb_used: int,
-                 instances, host: int) -> str:
+                 host: int) -> str:
         # Built as text from pieces made once: this runs for every node at
         # every report, and json.dumps of dicts costs several times more.
         total = self._memory_mb[host] * MIB
         used = min(memory_mb_used * MIB, total)
         free = total - used
         tail = f', "source": "simulator", "timestamp": "{stamp}"}}'
-        parts = [
+        return (
             f'[{{"name": "cpu.percent", "value": {cpu!r}{tail}, '
             f'{{"name": "memory.total", "value": {total}{tail}, '
             f'{{"name": "memory.used", "value": {used}{tail}, '
             f'{{"name": "memory.free", "value": {free}{tail}, '
             f'{{"name": "memory.available", "value": {free}{tail}, '
             f'{{"name": "memory.percent", "value": '
-            f'{100.0 * used / total!r}{tail}']
-        if instances:
-            tail = f', "timestamp": "{stamp}"}}'
-            prefixes = self._instance_prefixes
-            parts.extend(
-                f"{prefixes.get(instance) or self._prefix(instance)}"
-                f"{value:.2f}{tail}" for instance, value in instances)
-        return ", ".join(parts) + "]"
+            f'{100.0 * used / total!r}{tail}]')
+
+    def _instance_metrics(self, stamp: str,
+                          instances: list[tuple[str, float]]) -> str:
+        """The instance entries, in the column of their own the agent
+        writes them to."""
+        tail = f', "timestamp": "{stamp}"}}'
+        prefixes = self._instance_prefixes
+        return "[" + ", ".join(
+            f"{prefixes.get(instance) or self._prefix(instance)}"
+            f"{value:.2f}{tail}" for instance, value in instances) + "]"
 
     def _prefix(self, instance: str) -> str:
         prefix = self._instance_prefixes[instance] = (

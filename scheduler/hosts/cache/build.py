@@ -31,21 +31,27 @@ def new_entry(fields: tuple[HostState, decode.Decoded, tuple]) -> Entry:
 
 
 _METRICS = NodeRow._fields.index("metrics")
+_INSTANCE_METRICS = NodeRow._fields.index("instance_metrics")
 #: The columns after the metrics that a report leaves as they were.
 _DISABLED = slice(NodeRow._fields.index("disabled"),
                   NodeRow._fields.index("disabled_reason") + 1)
 
 
-def kept_row(row: NodeRow,
-             metrics_key: tuple[int, int] | None = None) -> NodeRow:
-    """``row`` as the cache keeps it: its metrics text as
-    ``decode.metrics_key`` (the decoding holds what was read from it);
-    ``metrics_key``: that key when already worked out (a decoding's)."""
+def kept_row(row: NodeRow, keys: tuple | None = None) -> NodeRow:
+    """``row`` as the cache keeps it: its metrics and instance entries'
+    texts as their ``decode.metrics_key`` (the decoding holds what was
+    read from them); ``keys``: the decoding's ``text`` when already
+    worked out."""
     # A list patched in place: a third cheaper than joining slices, and
     # one is kept per changed row.
     fields = list(row)
-    fields[_METRICS] = (decode.metrics_key(row.metrics)
-                        if metrics_key is None else metrics_key)
+    if keys is None:
+        fields[_METRICS] = decode.metrics_key(row.metrics)
+        fields[_INSTANCE_METRICS] = decode.instances_key(
+            row.instance_metrics)
+    else:
+        fields[_METRICS] = keys[0]
+        fields[_INSTANCE_METRICS] = keys[3]
     return _new_tuple(NodeRow, fields)
 
 

@@ -4,7 +4,6 @@ and the node is scheduled on for what remains (docs/operator-guide.md)."""
 
 import datetime
 import functools
-import json
 import sys
 import types
 from array import array
@@ -14,7 +13,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
-import orjson
 from oslo_log import log as logging
 
 from scheduler.common.abridge import short
@@ -23,7 +21,8 @@ from scheduler.hosts import history as history_mod
 from scheduler.hosts import history_block
 from scheduler.hosts import instance_metrics as instance_metrics_mod
 from scheduler.hosts import reported
-from scheduler.hosts.metric_entries import cached_timestamp
+from scheduler.hosts.cache import instance_entries
+from scheduler.hosts.cache.instance_entries import load_json
 from scheduler.hosts.metric_entries import reading
 from scheduler.hosts.metric_entries import recent_stamps
 from scheduler.hosts.state import Metric
@@ -39,8 +38,9 @@ class Decoded(NamedTuple):
     """The JSON columns of one row as decoded values, and what tells
     whether they changed."""
 
-    #: ``(metrics_key(metrics), cpu_info, networks)`` of the row.
-    text: tuple[tuple[int, int], str, str]
+    #: ``(metrics_key(metrics), cpu_info, networks,
+    #: instances_key(instance_metrics))`` of the row.
+    text: tuple[tuple[int, int], str, str, tuple[int, int] | None]
     #: ``reported.ReportedMetrics`` when the report was well formed.
     metrics: Mapping[str, Metric]
     bad_metrics: frozenset[str]
@@ -69,21 +69,10 @@ def metrics_key(text: str) -> tuple[int, int]:
     return len(text), hash(text)
 
 
-def load_json(text: str, column: str, problems: list[str]) -> object:
-    try:
-        # orjson parses a report in a third of the standard library's
-        # time; what it refuses (NaN literals, integers past 64 bits) the
-        # standard library reads as before, so that only the bad values
-        # are lost, not the row.
-        return orjson.loads(text)
-    except (TypeError, ValueError, orjson.JSONDecodeError):
-        pass
-    try:
-        # Looked up at call time, so that tests can count the calls.
-        return json.loads(text)
-    except (TypeError, ValueError, RecursionError) as e:
-        problems.append(f"{column} is not JSON ({short(text)}: {e})")
-        return None
+def instances_key(text: str | None) -> tuple[int, int] | None:
+    """``metrics_key`` of a row's ``instance_metrics`` column (None:
+    NULL)."""
+    return None if text is None else metrics_key(text)
 
 
 class _Entry(msgspec.Struct, gc=False):
@@ -103,7 +92,6 @@ _read_entries = msgspec.json.Decoder(list[_Entry]).decode
 _NO_INSTANCES: Mapping[str, Mapping[str, Metric]] = types.MappingProxyType(
     {})
 _LARGEST = sys.float_info.max
-_INSTANCE_CPU = instance_metrics_mod.CPU_PERCENT
 
 
 def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
@@ -209,15 +197,6 @@ def decode_metrics(text: str, problems: list[str],
     return metrics, frozenset(bad)
 
 
-def instance_entries(text: str) -> list[dict]:
-    """The instance entries of a report (read again when first used)."""
-    entries = load_json(text, "metrics", [])
-    if not isinstance(entries, list):
-        return []
-    return [entry for entry in entries
-            if type(entry) is dict and "instance" in entry]
-
-
 def decode_cpu_info(text: str, problems: list[str]) -> dict:
     info = load_json(text, "cpu_info", problems)
     if info is None:
@@ -245,76 +224,35 @@ def decode_networks(text: str, problems: list[str]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _cpu_readings(entries: list[_Entry]
-                  ) -> dict[str, tuple[float, float]] | None:
-    """``(epoch seconds, value)`` of each instance's instance.cpu.percent
-    entry among a report's instance ``entries``, or None when one of them
-    is irregular (no instance uuid, a name outside ``instance.``, twice
-    the same, a bad time or number): the instance entries' own decoding
-    then leaves it out and logs it, as for every report."""
-    stamps = recent_stamps()
-    readings: dict[str, tuple[float, float]] = {}
-    seen: set[tuple[str, str]] = set()
-    for entry in entries:
-        instance, name, value = entry.instance, entry.name, entry.value
-        timestamp = cached_timestamp(entry.timestamp, stamps)
-        if (type(instance) is not str or not instance
-                or not name.startswith(instance_metrics_mod.PREFIX)
-                or (instance, name) in seen or timestamp is None
-                or not -_LARGEST <= value <= _LARGEST):
-            return None
-        seen.add((instance, name))
-        if name == _INSTANCE_CPU:
-            readings[instance] = (epoch(timestamp), float(value))
-    return readings
-
-
-def _well_formed_entries(text: str, instances: bool,
-                         in_report: list[_Entry] | None
-                         ) -> tuple[Callable[[], list[dict]] | None,
-                                    dict[str, tuple[float, float]] | None]:
-    """A well-formed report's instance entries (``instances``: whether it
-    holds some), to be read when first used, and its instance.cpu.percent
-    readings when ``in_report`` holds them (None when one is irregular:
-    the entries are then decoded, and their problems logged, from the
-    parse at hand)."""
-    # Only balancers read them, for the hosts they look at; the text is
-    # kept for them only if it holds some.
-    entries = (functools.partial(instance_entries, text) if instances
-               else None)
-    readings = None
-    if in_report is not None:
-        readings = _cpu_readings(in_report)
-        if readings is None:
-            entries = functools.partial(_as_dicts, in_report)
-    return entries, readings
-
-
-def _as_dicts(entries: list[_Entry]) -> list[dict]:
-    """Instance entries as the entry-by-entry decoding takes them."""
-    return [{"name": entry.name, "instance": entry.instance,
-             "value": entry.value, "timestamp": entry.timestamp,
-             "source": entry.source} for entry in entries]
-
-
-def _instance_history(previous: Decoded | None,
-                      instances: Mapping[str, Mapping[str, Metric]],
-                      readings: dict[str, tuple[float, float]] | None,
-                      window: float) -> history_mod.MetricHistory:
-    """The instances' instance.cpu.percent history with this report's
-    added; instances the report no longer measures are dropped.
-    ``readings``: the report's, read straight from its entries when they
-    are regular (``_cpu_readings``), else None: taken from ``instances``,
-    the decoded entries."""
-    if window <= 0:
-        return history_mod.EMPTY
-    held = (previous.instance_history if previous is not None
-            else history_mod.EMPTY)
+def _parsed_instances(row: NodeRow, in_metrics: bool,
+                      in_report: list[_Entry] | None
+                      ) -> tuple[Callable[[], list[dict]] | None,
+                                 dict[str, tuple[float, float]] | None]:
+    """A well-formed report's instance entries (``in_metrics``: whether
+    its metrics list holds some; the row's own column may hold more), to
+    be read when first used, and their instance.cpu.percent readings
+    when ``in_report`` is a list (the instance history keeps them): the
+    metrics list's parsed entries, to which the own column's are added.
+    The readings are None when an entry is irregular: the entries are
+    then decoded, and their problems logged, from the parse at hand."""
+    own = row.instance_metrics
+    node = row.hypervisor_hostname
+    # Only balancers read them, for the hosts they look at; the texts are
+    # kept for them only if they hold some.
+    entries = instance_entries.on_first_use(
+        node, own, row.metrics if in_metrics else None)
+    if in_report is None:
+        return entries, None
+    if own is not None:
+        try:
+            in_report.extend(_read_entries(own))
+        except (msgspec.DecodeError, TypeError):
+            # Decoded from the texts, and logged, as every report's.
+            return entries, None
+    readings = instance_entries.cpu_readings(in_report)
     if readings is None:
-        cpu = _INSTANCE_CPU
-        return held.appended({uuid: metrics[cpu] for uuid, metrics
-                              in instances.items() if cpu in metrics}, window)
-    return held.appended_readings(readings, window)
+        entries = functools.partial(instance_entries.as_dicts, in_report)
+    return entries, readings
 
 
 def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
@@ -351,17 +289,17 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     columns = _columns(row.metrics, in_report)
     metrics: Mapping[str, Metric]
     readings = floats = None
+    node = row.hypervisor_hostname
     if columns is not None:
         metrics, floats, instances_held = columns
         bad_metrics: frozenset[str] = frozenset()
-        entries, readings = _well_formed_entries(
-            row.metrics, instances_held, in_report)
+        entries, readings = _parsed_instances(row, instances_held, in_report)
     else:
         found_entries: list[dict] = []
         metrics, bad_metrics = decode_metrics(row.metrics, problems,
                                                found_entries)
-        entries = (functools.partial(list, found_entries) if found_entries
-                   else None)
+        entries = instance_entries.on_first_use(
+            node, row.instance_metrics, found=found_entries)
     if (previous is not None and previous.text[1] == row.cpu_info
             and previous.text[2] == row.networks):
         # Reports change the metrics only: the node's description is
@@ -375,14 +313,16 @@ def decode(row: NodeRow, previous: Decoded | None = None,
         column_problems = tuple(found)
     problems.extend(column_problems)
     instances = (_NO_INSTANCES if entries is None else
-                 instance_metrics_mod.OnFirstUse(entries,
-                                                 row.hypervisor_hostname))
+                 instance_metrics_mod.OnFirstUse(entries, node))
     # Positional: keywords cost a third more, for every changed row.
     decoded = Decoded(
-        (metrics_key(row.metrics), row.cpu_info, row.networks), metrics,
+        (metrics_key(row.metrics), row.cpu_info, row.networks,
+         instances_key(row.instance_metrics)), metrics,
         bad_metrics, instances, cpu_info, networks, column_problems,
         _history(previous, metrics, floats, history_window),
-        _instance_history(previous, instances, readings, instance_window))
+        instance_entries.instance_history(
+            previous.instance_history if previous is not None
+            else history_mod.EMPTY, instances, readings, instance_window))
     if problems:
         LOG.warning("Compute node %s (host %s, id %s) reports malformed "
                     "data; it is scheduled on for what remains: %s",

@@ -351,7 +351,7 @@ class RefreshReads:
                     row, previous and previous.decoded, *windows)
                 decoded_rows += 1
             if source is None:  # the decoding's key: not hashed again
-                source = (kept_row(row, decoded.text[0]), claims, ratios)
+                source = (kept_row(row, decoded.text), claims, ratios)
             same_claims = (previous.state if kept_claims and previous
                            and node_id in kept_claims else None)
             state = same_claims and reported_state(
@@ -368,13 +368,13 @@ class RefreshReads:
     def _reusable(entry: Entry, kept: NodeRow) -> decode.Decoded | None:
         """The cached decoding of a row whose JSON columns did not
         change, on a full load; ``kept``: the row as ``kept_row`` keeps
-        it (its metrics as their ``metrics_key``).
+        it (its metrics and instance entries as their ``metrics_key``).
 
         The columns are compared (the metrics by ``metrics_key``), not
         the change key: a full load is the safety net for a writer that
         changed a row without moving its key.
         """
         if entry.decoded.text != (kept.metrics, kept.cpu_info,
-                                  kept.networks):
+                                  kept.networks, kept.instance_metrics):
             return None
         return entry.decoded

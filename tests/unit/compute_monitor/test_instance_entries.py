@@ -5,8 +5,11 @@ import json
 import logging
 
 import pytest
+import sqlalchemy as sa
 
 from compute_monitor.monitors import file
+from scheduler.db import api as db_api
+from scheduler.db import tables
 from tests.unit.compute_monitor.fakes import TS
 from tests.unit.compute_monitor.fakes import make_agent
 from tests.unit.compute_monitor.fakes import metric
@@ -84,3 +87,44 @@ def test_file_monitor_passes_instance_entries_on(monitor_config, tmp_path):
         ("instance.cpu.percent", "vm-a", 35),
         ("instance.memory.used", "vm-a", 1e9)]
     assert metrics[2]["timestamp"] == TS
+
+
+def test_instance_entries_are_stored_apart_and_shown_as_reported(
+        synced_monitor_config):
+    # Schema revision 0007: the host's own metrics in ``metrics``, the
+    # instance entries in ``instance_metrics``; what the agent shows is
+    # the one list the monitors reported.
+    reported = [metric("cpu.percent", 50),
+                of("vm-a", "instance.cpu.percent", 90),
+                of("vm-b", "instance.cpu.percent", 10)]
+    agent = make_agent(synced_monitor_config,
+                       libvirt={"result": reported})
+    agent.run_cycle()
+    engine = db_api.get_engine(synced_monitor_config)
+    with engine.connect() as connection:
+        own, apart = connection.execute(sa.select(
+            tables.NODES.c.metrics, tables.NODES.c.instance_metrics)).one()
+    assert [m["name"] for m in json.loads(own)] == ["cpu.percent"]
+    assert [(m["instance"], m["value"]) for m in json.loads(apart)] == [
+        ("vm-a", 90), ("vm-b", 10)]
+    shown = agent.node_row()
+    assert "instance_metrics" not in shown
+    assert [(m["name"], m.get("instance")) for m in shown["metrics"]] == [
+        ("cpu.percent", None), ("instance.cpu.percent", "vm-a"),
+        ("instance.cpu.percent", "vm-b")]
+
+
+def test_a_report_without_instance_entries_clears_the_column(
+        synced_monitor_config):
+    agent = make_agent(synced_monitor_config, libvirt={"result": [
+        metric("cpu.percent", 50), of("vm-a", "instance.cpu.percent", 90)]})
+    agent.run_cycle()
+    agent.monitors[0][1].result = [metric("cpu.percent", 40)]
+    agent.run_cycle()
+    engine = db_api.get_engine(synced_monitor_config)
+    with engine.connect() as connection:
+        apart = connection.execute(sa.select(
+            tables.NODES.c.instance_metrics)).scalar()
+    assert apart is None
+    assert [m["name"] for m in agent.node_row()["metrics"]] == [
+        "cpu.percent"]

@@ -15,6 +15,7 @@ from scheduler.hosts import history as history_mod
 from scheduler.hosts import instance_metrics
 from scheduler.hosts import reported
 from scheduler.hosts.cache import decode
+from scheduler.hosts.cache import instance_entries
 
 STAMP = "2026-01-05T12:00:00.5Z"
 
@@ -105,7 +106,7 @@ def test_a_well_formed_report_takes_the_fast_path():
     assert metrics["memory.total"].source == ""
     assert metrics["cpu.percent"].timestamp == datetime.datetime(
         2026, 1, 5, 12, 0, 0, 500000)
-    assert decode.instance_entries(text) == [
+    assert instance_entries.instance_entries(text) == [
         {"name": "instance.cpu.percent", "instance": "u1", "value": 50.0,
          "timestamp": STAMP}]
 

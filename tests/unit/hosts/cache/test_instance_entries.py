@@ -1,0 +1,114 @@
+"""Instance entries in a column of their own (schema revision 0007): read
+when first used, beside those an older agent keeps in the metrics list."""
+
+import json
+import logging
+
+import pytest
+
+from scheduler.db import models
+from scheduler.db.host_queries import NodeRow
+from scheduler.hosts.cache import decode
+from tests.unit.hosts.cache.fakes import SECOND
+from tests.unit.hosts.cache.fakes import add_node
+from tests.unit.hosts.cache.fakes import update_node
+
+STAMP = "2026-01-05T12:00:00.5Z"
+HOST = [{"name": "cpu.percent", "value": 12.5, "timestamp": STAMP}]
+
+
+def of(instance: str, value: float, name="instance.cpu.percent") -> dict:
+    return {"name": name, "instance": instance, "value": value,
+            "timestamp": STAMP}
+
+
+def _row(metrics: list[dict], own: list[dict] | str | None) -> NodeRow:
+    fields = dict.fromkeys(NodeRow._fields)
+    fields.update(id=1, uuid="u", host="h", hypervisor_hostname="h",
+                  vcpus=16, memory_mb=1024, local_gb=10, cpu_info="{}",
+                  networks="[]", metrics=json.dumps(metrics),
+                  instance_metrics=own if own is None or isinstance(own, str)
+                  else json.dumps(own))
+    return NodeRow(**fields)
+
+
+def test_the_column_is_read_when_first_used_not_with_the_report(
+        count_json):
+    row = _row(HOST, [of("vm-a", 90.0), of("vm-b", 10.0)])
+    got = decode.decode(row)
+    # The report's parse read the host's metrics, not the column.
+    assert json.dumps(HOST) in count_json
+    assert row.instance_metrics not in count_json
+    assert got.metrics["cpu.percent"].value == 12.5
+    assert set(got.instance_metrics) == {"vm-a", "vm-b"}
+    assert got.instance_metrics["vm-a"]["instance.cpu.percent"].value == 90.0
+    assert count_json.count(row.instance_metrics) == 1
+
+
+def test_entries_in_both_places_are_all_read():
+    # An older agent's entries in the list, a newer one's apart.
+    got = decode.decode(_row(HOST + [of("vm-a", 5.0, "instance.memory.used")],
+                             [of("vm-b", 10.0)]))
+    assert set(got.instance_metrics) == {"vm-a", "vm-b"}
+    assert "instance.memory.used" in got.instance_metrics["vm-a"]
+
+
+def test_no_column_and_no_entries_make_no_object():
+    assert decode.decode(_row(HOST, None)).instance_metrics is (
+        decode._NO_INSTANCES)
+
+
+@pytest.mark.parametrize("own, problem", [
+    ("{not json", "instance_metrics is not JSON"),
+    ('{"vm-a": 1}', "instance_metrics hold a dict, not a list"),
+    ('[1, {"name": "instance.cpu.percent", "instance": "vm-a", '
+     f'"value": 3, "timestamp": "{STAMP}"}}]', "entries that are not objects"),
+])
+def test_a_malformed_column_is_logged_and_the_host_kept(caplog, own,
+                                                        problem):
+    got = decode.decode(_row(HOST, own))
+    assert got.metrics["cpu.percent"].value == 12.5
+    with caplog.at_level(logging.WARNING):
+        held = dict(got.instance_metrics)
+    assert problem in caplog.text
+    assert set(held) <= {"vm-a"}
+
+
+def test_the_instance_history_reads_the_column_with_each_report():
+    first = decode.decode(_row(HOST, [of("vm-a", 30.0)]), None, 0.0, 3600.0)
+    later = [{**entry, "timestamp": "2026-01-05T12:01:00.5Z"}
+             for entry in [of("vm-a", 90.0)]]
+    got = decode.decode(_row(HOST, later), first, 0.0, 3600.0)
+    assert got.instance_history.statistic("vm-a", "mean", 3600.0) == 60.0
+
+
+def test_an_irregular_entry_of_the_column_is_left_out_of_the_history(
+        caplog):
+    own = [of("vm-a", 30.0), of("vm-a", 50.0)]
+    with caplog.at_level(logging.WARNING):
+        got = decode.decode(_row(HOST, own), None, 0.0, 3600.0)
+    assert got.instance_history.statistic("vm-a", "mean", 3600.0) == 30.0
+    assert "vm-a: instance.cpu.percent is reported twice" in caplog.text
+
+
+def test_the_key_covers_the_column():
+    row = _row(HOST, [of("vm-a", 30.0)])
+    assert decode.decode(row).text[3] == decode.metrics_key(
+        row.instance_metrics)
+    assert decode.decode(_row(HOST, None)).text[3] is None
+
+
+def test_full_load_sees_the_column_written_without_moving_the_key(
+        conf, engine, manager, clock):
+    conf.set_override("full_refresh_interval", 60, group="filter_scheduler")
+    when = models.utcnow() - 120 * SECOND
+    node = add_node(engine, "a", when=when,
+                    instance_metrics=json.dumps([of("vm-a", 30.0)]))
+    host = manager.host_states()[0]
+    assert host.instance_metrics["vm-a"]["instance.cpu.percent"].value == 30
+    update_node(engine, node, instance_metrics=json.dumps([of("vm-a", 70.0)]),
+                changed_at=when)
+    clock.now += 60
+    again = manager.host_states()[0]
+    assert manager.last_refresh.full and manager.last_refresh.rows_decoded
+    assert again.instance_metrics["vm-a"]["instance.cpu.percent"].value == 70
