@@ -95,7 +95,8 @@ _REPORT = _NODES.update().where(_NODES.c.id == sa.bindparam("node_id")
 def report(engine: sa.Engine, node_id: int, rng: random.Random) -> None:
     """One monitor report of node ``node_id``."""
     now = models.utcnow()
-    metrics = json.loads(bench_engine._metrics(rng, now.isoformat() + "Z"))
+    metrics = json.loads(bench_engine._metrics(rng, now.isoformat() + "Z")[
+        "metrics"])
     used = next(m["value"] for m in metrics if m["name"] == "memory.used")
     with engine.begin() as connection:
         connection.execute(_REPORT, {

@@ -85,7 +85,9 @@ Instances = dict[str, list[tuple[str, float]]]
 
 
 def _metrics(rng: random.Random, now: str,
-             instances: Sequence[tuple[str, float]] = ()) -> str:
+             instances: Sequence[tuple[str, float]] = ()) -> dict[str, str]:
+    """A report's columns as the agent writes them: the host's metrics,
+    and the instance entries apart (``instance_metrics``, None: none)."""
     memory_total = 256 * 2**30
     used = rng.uniform(0.1, 0.9) * memory_total
     values = {name: rng.uniform(0, 100) for name in METRIC_NAMES}
@@ -98,11 +100,12 @@ def _metrics(rng: random.Random, now: str,
                for n, v in values.items()]
     # Each instance about its own level, so that histories have a spread
     # (the risk term) and hosts differ as in service.
-    entries.extend({"name": "instance.cpu.percent", "instance": instance,
-                    "value": min(max(rng.gauss(level, 10), 0.0), 100.0),
-                    "source": "bench", "timestamp": now}
-                   for instance, level in instances)
-    return json.dumps(entries)
+    measured = [{"name": "instance.cpu.percent", "instance": instance,
+                 "value": min(max(rng.gauss(level, 10), 0.0), 100.0),
+                 "source": "bench", "timestamp": now}
+                for instance, level in instances]
+    return {"metrics": json.dumps(entries),
+            "instance_metrics": json.dumps(measured) if measured else None}
 
 
 def _host(i: int) -> str:
@@ -128,7 +131,7 @@ def build_fleet(engine: sa.Engine, size: int, rng: random.Random,
         "local_gb": 2000, "memory_mb_used": 0, "local_gb_used": 0,
         "cpu_info": json.dumps({"arch": "x86_64", "vendor": "Intel"}),
         "networks": json.dumps(["public"]),
-        "metrics": _metrics(rng, stamp, instances.get(_host(i), ())),
+        **_metrics(rng, stamp, instances.get(_host(i), ())),
         "metrics_updated_at": now, "disabled": False, "generation": 0,
         "created_at": now, "updated_at": now, "changed_at": now,
     } for i in range(size)]
@@ -169,8 +172,8 @@ def touch_one(engine: sa.Engine, size: int, rng: random.Random,
     with engine.begin() as connection:
         connection.execute(table.update().where(
             table.c.host == host).values(
-            metrics=_metrics(rng, now.isoformat() + "Z",
-                             (instances or {}).get(host, ())),
+            **_metrics(rng, now.isoformat() + "Z",
+                       (instances or {}).get(host, ())),
             metrics_updated_at=now, updated_at=now, changed_at=now,
             generation=table.c.generation + 1))
 
@@ -183,12 +186,21 @@ def report_all(engine: sa.Engine, instances: Instances,
     stamp = now.isoformat() + "Z"
     statement = table.update().where(
         table.c.host == sa.bindparam("node")).values(
-        metrics=sa.bindparam("report"), metrics_updated_at=now,
-        updated_at=now, changed_at=now, generation=table.c.generation + 1)
+        metrics=sa.bindparam("report"),
+        instance_metrics=sa.bindparam("instance_report"),
+        metrics_updated_at=now, updated_at=now, changed_at=now,
+        generation=table.c.generation + 1)
     with engine.begin() as connection:
         connection.execute(statement, [
-            {"node": host, "report": _metrics(rng, stamp, placed)}
+            {"node": host, **_report_parameters(rng, stamp, placed)}
             for host, placed in instances.items()])
+
+
+def _report_parameters(rng: random.Random, stamp: str,
+                       placed: Sequence[tuple[str, float]]) -> dict:
+    columns = _metrics(rng, stamp, placed)
+    return {"report": columns["metrics"],
+            "instance_report": columns["instance_metrics"]}
 
 
 def resident_bytes() -> int:

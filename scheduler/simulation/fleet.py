@@ -122,10 +122,11 @@ class SimulatedFleet:
         self.node_ids: list[int] = []
         self.index_of: dict[int, int] = {}
         self._instance_prefixes: dict[str, str] = {}
-        #: Node index -> (version, its metrics text split where the
-        #: report's time goes: joined with the time, several times faster
-        #: than a replace).
-        self._templates: dict[int, tuple[Hashable, list[str]]] = {}
+        #: Node index -> (version, its metrics text and its instance
+        #: entries' (None: none) split where the report's time goes:
+        #: joined with the time, several times faster than a replace).
+        self._templates: dict[int, tuple[Hashable, list[str],
+                                         list[str] | None]] = {}
 
     def create(self) -> None:
         """Insert the nodes, idle, as reported now."""

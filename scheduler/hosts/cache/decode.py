@@ -1,5 +1,6 @@
 """Decoding a ``compute_nodes`` row's JSON columns (metrics, cpu_info,
-networks) for the host cache: what is malformed is left out and logged,
+networks; the instance entries through ``instance_entries``) for the
+host cache: what is malformed is left out and logged,
 and the node is scheduled on for what remains (docs/operator-guide.md)."""
 
 import datetime
@@ -99,7 +100,7 @@ def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
     """The host metrics of a report whose every entry is well formed, or
     None: ``decode_metrics`` then finds and words what is wrong. The
     instance entries, unchecked, go to ``instance_found`` when given (for
-    the instance history; ``_cpu_readings`` checks them)."""
+    the instance history; ``instance_entries.cpu_readings`` checks them)."""
     columns = _columns(text, instance_found)
     return None if columns is None else columns[0]
 
@@ -228,14 +229,18 @@ def _parsed_instances(row: NodeRow, in_metrics: bool,
                       in_report: list[_Entry] | None
                       ) -> tuple[Callable[[], list[dict]] | None,
                                  dict[str, tuple[float, float]] | None]:
-    """A well-formed report's instance entries (``in_metrics``: whether
-    its metrics list holds some; the row's own column may hold more), to
-    be read when first used, and their instance.cpu.percent readings
-    when ``in_report`` is a list (the instance history keeps them): the
-    metrics list's parsed entries, to which the own column's are added.
-    The readings are None when an entry is irregular: the entries are
-    then decoded, and their problems logged, from the parse at hand."""
-    own = row.instance_metrics
+    """A well-formed report's instance entries, to be read when first
+    used, and their instance.cpu.percent readings when ``in_report`` is
+    a list (the instance history keeps them: the metrics list's parsed
+    instance entries, or the row's own column's added to it). The
+    readings are None when an entry is irregular: the entries are then
+    decoded, and their problems logged, from the parse at hand.
+
+    ``in_metrics``: whether the metrics list holds instance entries. It
+    then is the format of an agent older than schema revision 0007,
+    which wrote the row last, and the column (another writer's, if
+    any) is not read."""
+    own = None if in_metrics else row.instance_metrics
     node = row.hypervisor_hostname
     # Only balancers read them, for the hosts they look at; the texts are
     # kept for them only if they hold some.
@@ -299,7 +304,8 @@ def decode(row: NodeRow, previous: Decoded | None = None,
         metrics, bad_metrics = decode_metrics(row.metrics, problems,
                                                found_entries)
         entries = instance_entries.on_first_use(
-            node, row.instance_metrics, found=found_entries)
+            node, None if found_entries else row.instance_metrics,
+            found=found_entries)
     if (previous is not None and previous.text[1] == row.cpu_info
             and previous.text[2] == row.networks):
         # Reports change the metrics only: the node's description is

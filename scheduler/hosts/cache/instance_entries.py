@@ -4,9 +4,11 @@ A node's agent writes them to ``compute_nodes.instance_metrics`` (schema
 revision 0007), apart from the host's own metrics, so that a refresh
 parses only the host's: on a busy node the instance entries outnumber
 them, and only balancers read them. Rows an older agent wrote hold them
-in ``metrics``. Either way they reach ``HostState.instance_metrics``
-decoded when first read (``instance_metrics.OnFirstUse``), or with every
-report while ``[metrics] instance_history_window`` keeps their history.
+in ``metrics``; a row whose metrics list holds instance entries is read
+in that format alone (``on_first_use``'s callers). Either way they reach
+``HostState.instance_metrics`` decoded when first read
+(``instance_metrics.OnFirstUse``), or with every report while
+``[metrics] instance_history_window`` keeps their history.
 """
 
 import functools
@@ -16,8 +18,8 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 
+import msgspec
 import orjson
-from oslo_log import log as logging
 
 from scheduler.common.abridge import short
 from scheduler.hosts import history as history_mod
@@ -27,7 +29,9 @@ from scheduler.hosts.metric_entries import recent_stamps
 from scheduler.hosts.state import Metric
 from scheduler.hosts.table import epoch
 
-LOG = logging.getLogger(__name__)
+# The warnings of instance entries, wherever they are stored, under one
+# logger name.
+LOG = instance_metrics_mod.LOG
 
 _LARGEST = sys.float_info.max
 _INSTANCE_CPU = instance_metrics_mod.CPU_PERCENT
@@ -67,7 +71,7 @@ def column_entries(text: str, node: str) -> list[dict]:
     entry is left out and logged."""
     problems: list[str] = []
     entries = load_json(text, "instance_metrics", problems)
-    if entries is not None and not isinstance(entries, list):
+    if not isinstance(entries, list) and not problems:
         problems.append(f"instance_metrics hold a {type(entries).__name__},"
                         " not a list")
     found = ([entry for entry in entries if type(entry) is dict]
@@ -131,9 +135,10 @@ def cpu_readings(entries: Sequence) -> dict[str, tuple[float, float]] | None:
 def as_dicts(entries: Sequence) -> list[dict]:
     """Parsed instance entries as the entry-by-entry decoding takes
     them."""
-    return [{"name": entry.name, "instance": entry.instance,
-             "value": entry.value, "timestamp": entry.timestamp,
-             "source": entry.source} for entry in entries]
+    return [{"name": entry.name, "value": entry.value,
+             "timestamp": entry.timestamp, "source": entry.source}
+            | ({} if entry.instance is msgspec.UNSET
+               else {"instance": entry.instance}) for entry in entries]
 
 
 def instance_history(held: history_mod.MetricHistory,

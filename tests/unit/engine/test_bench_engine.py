@@ -91,13 +91,17 @@ def test_instances_are_claimed_and_reported(bench_engine, tmp_path):
             models.Allocation.__table__.c.instance_uuid)).scalars())
         node = connection.execute(sa.select(
             models.ComputeNode.__table__.c.metrics,
+            models.ComputeNode.__table__.c.instance_metrics,
             models.ComputeNode.__table__.c.generation).where(
             models.ComputeNode.__table__.c.host == "node-00000")).one()
     db_api.dispose_engines()
     assert claimed == {u for placed in instances.values() for u, _ in placed}
     assert node.generation == 1
+    # Apart from the host's metrics, as the agent writes them.
+    assert not [entry for entry in json.loads(node.metrics)
+                if "instance" in entry]
     reported = {entry["instance"] for entry in json.loads(
-        node.metrics) if entry["name"] == "instance.cpu.percent"}
+        node.instance_metrics) if entry["name"] == "instance.cpu.percent"}
     assert reported == {u for u, _ in instances["node-00000"]}
 
 

@@ -1,9 +1,13 @@
 """``--fleet`` files: node kinds, per-node capacity; bad files named in
 one line."""
 
+import json
+
 import numpy as np
 import pytest
+import sqlalchemy as sa
 
+from scheduler.db import tables
 from scheduler.simulation import fleet
 
 
@@ -49,3 +53,24 @@ def test_bad_files(tmp_path, text, message):
 def test_unreadable_file(tmp_path):
     with pytest.raises(fleet.FleetError, match="cannot read fleet"):
         fleet.read_fleet(str(tmp_path / "missing.csv"))
+
+
+def test_reports_keep_the_instance_entries_apart(engine):
+    # As the agent writes them (schema revision 0007).
+    simulated = fleet.SimulatedFleet(engine, fleet.FleetSpec(2, 8, 16384))
+    simulated.create()
+    held = {0: [("vm-a", 25.0), ("vm-b", 50.0)], 1: []}
+    simulated.report(np.array([0, 1]), np.array([30.0, 0.0]),
+                     np.array([4096, 512]), [(0, 0), (0, 0)],
+                     held.__getitem__)
+    with engine.connect() as connection:
+        rows = connection.execute(sa.select(
+            tables.NODES.c.metrics, tables.NODES.c.instance_metrics
+        ).order_by(tables.NODES.c.host)).all()
+    for metrics, _ in rows:
+        assert not [entry for entry in json.loads(metrics)
+                    if "instance" in entry]
+    assert [(entry["instance"], entry["value"])
+            for entry in json.loads(rows[0][1])] == [("vm-a", 25.0),
+                                                     ("vm-b", 50.0)]
+    assert rows[1][1] is None

@@ -2,8 +2,8 @@
 (``compute_nodes.instance_metrics``), so that the schedulers' refreshes
 read the host's own metrics without the instance entries, which
 outnumber them on a busy node and which only balancers read. NULL: the
-row's writer keeps its instance entries in ``metrics`` (an agent older
-than this revision), which the schedulers read as before.
+node reports none, or its writer keeps them in ``metrics`` (an agent
+older than this revision), where the schedulers read them as before.
 
 Revision ID: 0007
 Revises: 0006

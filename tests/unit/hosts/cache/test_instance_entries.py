@@ -45,12 +45,15 @@ def test_the_column_is_read_when_first_used_not_with_the_report(
     assert count_json.count(row.instance_metrics) == 1
 
 
-def test_entries_in_both_places_are_all_read():
-    # An older agent's entries in the list, a newer one's apart.
-    got = decode.decode(_row(HOST + [of("vm-a", 5.0, "instance.memory.used")],
-                             [of("vm-b", 10.0)]))
-    assert set(got.instance_metrics) == {"vm-a", "vm-b"}
-    assert "instance.memory.used" in got.instance_metrics["vm-a"]
+@pytest.mark.parametrize("window", [0.0, 3600.0])
+def test_a_metrics_list_holding_instance_entries_is_read_alone(window):
+    # The format of an agent older than schema revision 0007, which wrote
+    # the row last: a column another writer left is not read.
+    got = decode.decode(_row(HOST + [of("vm-a", 5.0)], [of("vm-b", 10.0)]),
+                        None, 0.0, window)
+    assert set(got.instance_metrics) == {"vm-a"}
+    if window:
+        assert got.instance_history.names() == ["vm-a"]
 
 
 def test_no_column_and_no_entries_make_no_object():
@@ -58,20 +61,27 @@ def test_no_column_and_no_entries_make_no_object():
         decode._NO_INSTANCES)
 
 
-@pytest.mark.parametrize("own, problem", [
-    ("{not json", "instance_metrics is not JSON"),
-    ('{"vm-a": 1}', "instance_metrics hold a dict, not a list"),
+@pytest.mark.parametrize("own, problem, kept", [
+    ("{not json", "instance_metrics is not JSON", set()),
+    ("null", "instance_metrics hold a NoneType, not a list", set()),
+    ('{"vm-a": 1}', "instance_metrics hold a dict, not a list", set()),
     ('[1, {"name": "instance.cpu.percent", "instance": "vm-a", '
-     f'"value": 3, "timestamp": "{STAMP}"}}]', "entries that are not objects"),
+     f'"value": 3, "timestamp": "{STAMP}"}}]', "entries that are not objects",
+     {"vm-a"}),
 ])
+@pytest.mark.parametrize("window", [0.0, 3600.0])
 def test_a_malformed_column_is_logged_and_the_host_kept(caplog, own,
-                                                        problem):
-    got = decode.decode(_row(HOST, own))
-    assert got.metrics["cpu.percent"].value == 12.5
+                                                        problem, kept,
+                                                        window):
+    # With an instance history, the column is decoded with the report.
     with caplog.at_level(logging.WARNING):
+        got = decode.decode(_row(HOST, own), None, 0.0, window)
         held = dict(got.instance_metrics)
+    assert got.metrics["cpu.percent"].value == 12.5
     assert problem in caplog.text
-    assert set(held) <= {"vm-a"}
+    assert set(held) == kept
+    if window:
+        assert set(got.instance_history.names()) == kept
 
 
 def test_the_instance_history_reads_the_column_with_each_report():
@@ -112,3 +122,7 @@ def test_full_load_sees_the_column_written_without_moving_the_key(
     again = manager.host_states()[0]
     assert manager.last_refresh.full and manager.last_refresh.rows_decoded
     assert again.instance_metrics["vm-a"]["instance.cpu.percent"].value == 70
+    # Unchanged, the next full load keeps it as it is.
+    clock.now += 60
+    assert manager.host_states()[0] is again
+    assert manager.last_refresh.full and not manager.last_refresh.rows_decoded
