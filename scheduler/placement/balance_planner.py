@@ -35,7 +35,6 @@ from scheduler import exception
 from scheduler.balancer import base
 from scheduler.balancer import history as history_mod
 from scheduler.common import observability
-from scheduler.conf import metric_stat
 from scheduler.db import api as db_api
 from scheduler.db import locks
 from scheduler.db import models
@@ -55,9 +54,9 @@ LOG = logging.getLogger(__name__)
 PlannedMigration = migrations_mod.PlannedMigration
 
 # Proposals tried per cluster and tick when the pipeline or the claim
-# turns the best down: past a few full hosts, not a cluster's every one.
+# turns the best ones down; enough to get past a few full hosts without
+# scanning a large cluster's every instance.
 _MAX_PROPOSALS = 10
-_WINDOWED_WEIGHERS = frozenset({"LoadRiskWeigher", "TargetLoadWeigher"})
 
 
 class BalancePlanner:
@@ -127,12 +126,13 @@ class BalancePlanner:
         ``on_planned`` gets each migration's ``as_dict()`` once its claim
         and row are made; a dry run calls it for none. The history is
         recorded in a dry run too: it only observes what the nodes
-        reported. An error in one cluster is logged on one line and the
-        other clusters are balanced. A tick with no policy balancing
-        and no windowed weighing reads no host."""
+        reported. A balancer or database error in one cluster
+        is logged on one line and the other clusters are balanced.
+        """
         movement = self._migration_policies(migration_policy)
-        if not (self.policies.balancing() or self._windows_weighed()):
-            # No host to read; a balancing policy may have been stored.
+        if not self.policies.balancing():
+            # No cluster plans: the hosts are not refreshed for it, but a
+            # policy that balances may have been stored meanwhile.
             self.host_manager.observe_probes()
             if not self.policies.balancing():
                 return []
@@ -179,16 +179,6 @@ class BalancePlanner:
                    for policy in map(self.policies.for_cluster, clusters)):
             return history_mod.UtilizationHistory({})
         return self.samples.record(hosts, self._longest_window())
-
-    def _windows_weighed(self) -> bool:
-        """Whether configured weighing reads windows of reports (their
-        history: the ticks' reads keep it whole when requests are few)."""
-        weighers = {*self.conf.filter_scheduler.weight_classes, *(
-            name for policy in self.policies.policies.values()
-            for name, _factor in policy.weighers)}
-        return bool(weighers & _WINDOWED_WEIGHERS) or any(
-            metric_stat.parse(name).window
-            for name, _ratio in self.conf.metrics.weight_setting)
 
     def _migration_policies(self, migration_policy: str | None
                             ) -> migration_policies.MigrationPolicies:

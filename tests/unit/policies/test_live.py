@@ -5,7 +5,6 @@ import json
 import logging
 import uuid
 
-import pytest
 import sqlalchemy as sa
 
 from scheduler.db import api as db_api
@@ -242,18 +241,3 @@ def test_a_tick_nothing_balances_reads_no_host_but_the_policies(
     balance_tests.record_history(fleet, mgr.planner)
     planned, = mgr.balance(dry_run=True)
     assert planned["cluster_policy"] == "spread"
-
-
-@pytest.mark.parametrize("option, value, group", [
-    ("weight_classes", ["RAMWeigher", "LoadRiskWeigher"], "filter_scheduler"),
-    ("weight_setting", "cpu.percent:mean:30m=1.0", "metrics"),
-])
-def test_a_tick_reads_the_hosts_while_weighing_reads_windows(
-        scheduler_config, engine, option, value, group):
-    # Their reports make the history the statistics are over: the ticks
-    # keep reading them when requests are few, as before.
-    scheduler_config.set_override(option, value, group=group)
-    add_node(engine, "a")
-    mgr = make_manager(scheduler_config)
-    assert mgr.balance(dry_run=True) == []
-    assert mgr.host_manager.last_refresh is not None
