@@ -48,6 +48,8 @@ from scheduler.placement.placer import Wanted
 from scheduler.policies import cluster as cluster_policy
 from scheduler.policies.migration import policies as migration_policies
 from scheduler.policies.schedulers import PolicySchedulers
+from scheduler.request.spec import Flavor
+from scheduler.request.spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
 
@@ -57,6 +59,21 @@ PlannedMigration = migrations_mod.PlannedMigration
 # turns the best ones down; enough to get past a few full hosts without
 # scanning a large cluster's every instance.
 _MAX_PROPOSALS = 10
+
+
+def _migration_spec(instance: base.Instance, cluster: str | None,
+                    migration_uuid: str) -> RequestSpec:
+    """The request the destination of a migration is scheduled with: the
+    instance's size and group, the migration's uuid as the consumer."""
+    return RequestSpec(
+        flavor=Flavor(name=f"migration of {instance.uuid}",
+                      vcpus=instance.vcpus,
+                      memory_mb=instance.memory_mb,
+                      root_gb=instance.disk_gb),
+        cluster=cluster,
+        scheduler_hints=({"group": instance.group} if instance.group
+                         else {}),
+        instance_uuids=[migration_uuid])
 
 
 class BalancePlanner:
@@ -130,12 +147,6 @@ class BalancePlanner:
         is logged on one line and the other clusters are balanced.
         """
         movement = self._migration_policies(migration_policy)
-        if not self.policies.balancing():
-            # No cluster plans: the hosts are not refreshed for it, but a
-            # policy that balances may have been stored meanwhile.
-            self.host_manager.observe_probes()
-            if not self.policies.balancing():
-                return []
         hosts = self.host_manager.host_states()
         by_cluster: dict[str | None, list[HostState]] = {}
         for host in hosts:
@@ -308,8 +319,7 @@ class BalancePlanner:
         it."""
         instance = proposal.instance
         migration_uuid = str(uuid.uuid4())
-        spec = migrations_mod.destination_spec(instance, cluster,
-                                                 migration_uuid)
+        spec = _migration_spec(instance, cluster, migration_uuid)
         source = proposal.source.state
         candidates = [load.state for load in proposal.destinations
                       if load.node_id != source.node_id]

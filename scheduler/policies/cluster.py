@@ -133,11 +133,6 @@ class PolicySet:
         name = self.name_for(cluster)
         return None if name is None else self.policies[name]
 
-    def balancing(self) -> bool:
-        """Whether any policy has a balancer."""
-        return any(policy.balancer is not None
-                   for policy in self.policies.values())
-
     def schedulers(self, conf: cfg.ConfigOpts,
                    host_manager: HostManager,
                    default: filter_scheduler.FilterScheduler | None = None,

@@ -119,15 +119,6 @@ class RefreshReads:
                          "cache on a new one: %s", db_api.one_line(e))
         raise AssertionError("unreachable")
 
-    def observe_probes(self) -> None:
-        """Read the refresh probes' values (the live policies'
-        generation) without a refresh: for a caller that reads no host,
-        but must use the policies in force."""
-        engine = db_api.get_engine(self.conf, pre_ping=False)
-        with engine.connect() as connection:
-            for probe in list(self.refresh_probes):
-                probe.observe(connection)
-
     def _read_all(self, connection: sa.Connection,
                   pace: Callable[[], None] | None = None) -> Changes:
         if pace is None:

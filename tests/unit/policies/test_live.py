@@ -209,35 +209,3 @@ def test_a_dropped_counter_table_fails_no_refresh(unit_ratio_config, engine,
     assert mgr.live_policies.generation == 7
     assert mgr.live_policies.query is not None
     assert "Scheduling policies at generation 7" in caplog.text
-
-
-def test_a_tick_nothing_balances_reads_no_host_but_the_policies(
-        scheduler_config, engine):
-    # Without a policy that balances there is nothing to plan: the tick
-    # refreshes no host, and reads the policies' generation alone, so
-    # that a balancing policy stored meanwhile is planned with at once.
-    conf = scheduler_config
-    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
-    conf.set_override("host_subset_size", 1, group="filter_scheduler")
-    fleet = balance_tests.standard_fleet(engine, ticks=2)
-    mgr = make_manager(conf)
-    statements = []
-    refresh_engine = db_api.get_engine(conf, pre_ping=False)
-
-    def record(_conn, _cursor, statement, *_args) -> None:
-        statements.append(statement)
-
-    sa.event.listen(refresh_engine, "before_cursor_execute", record)
-    try:
-        assert mgr.balance(dry_run=True) == []
-    finally:
-        sa.event.remove(refresh_engine, "before_cursor_execute", record)
-    assert mgr.host_manager.last_refresh is None
-    assert statements and all("compute_nodes" not in s for s in statements)
-    assert any("policy_generation" in s for s in statements)
-    spread = store_policy(engine, "spread", {"CPUWeigher": 1},
-                          balancer="even_distribution")
-    attach(engine, "c1", spread)
-    balance_tests.record_history(fleet, mgr.planner)
-    planned, = mgr.balance(dry_run=True)
-    assert planned["cluster_policy"] == "spread"
