@@ -8,6 +8,7 @@ from scheduler.common import clock
 from scheduler.filters import BaseHostFilter
 from scheduler.filters import Rejection
 from scheduler.hosts import change_kinds
+from scheduler.hosts.column_functions import attribute_epoch
 from scheduler.hosts.state import HostState
 from scheduler.hosts.state import seconds_before
 from scheduler.hosts.table import HostTable
@@ -28,7 +29,7 @@ class ComputeFilter(BaseHostFilter):
                                  lambda: self._heartbeat_window(spec))
         # A missing heartbeat is NaN, which compares False: down.
         heartbeat = table.column("heartbeat", float,
-                                 lambda host: epoch(host.updated_at),
+                                 attribute_epoch("updated_at"),
                                  change_kinds.REPORTS)
         return ~table.attribute("disabled", bool) & (
             heartbeat >= epoch(oldest))

@@ -6,7 +6,9 @@ A ``HostTable`` holds NumPy columns of the hosts of one cache version
 built on first use, from one function of a HostState per column, and
 kept: the host manager carries the table over to its next cache version,
 recomputing only the rows of hosts that changed, so a request pays for
-a column once per change rather than once per host.
+a column once per change rather than once per host. A host whose state
+the cache builds on demand (``DeferredHost``) is built for a column only
+when the column's function is not light (``column_functions.light``).
 
 Filters implement ``BaseHostFilter.passes()`` and weighers
 ``BaseHostWeigher.raw_column()`` on top of it. Missing values (a metric
@@ -14,7 +16,6 @@ never reported, a heartbeat never sent) are NaN.
 """
 
 import datetime
-import operator
 import threading
 from collections.abc import Callable
 from collections.abc import Hashable
@@ -26,31 +27,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scheduler.hosts import change_kinds
+from scheduler.hosts.column_functions import epoch
+from scheduler.hosts.column_functions import getter
+from scheduler.hosts.column_functions import is_light
+from scheduler.hosts.column_functions import metric_epoch
+from scheduler.hosts.column_functions import metric_value
+from scheduler.hosts.column_functions import with_built
+from scheduler.hosts.column_functions import with_light
 from scheduler.hosts.host_list import HostList
 
 if TYPE_CHECKING:
     # The host manager keeps a table of its own: no import cycle at run
     # time.
+    from scheduler.hosts.host_list import DeferredHost
     from scheduler.hosts.state import HostState
-
-_EPOCH = datetime.datetime(1970, 1, 1)
-_SECOND = datetime.timedelta(seconds=1)
 
 #: A column's recipe: its dtype, the value of one host, and the kinds of
 #: change that can move that value (``change_kinds``).
 Builder = tuple[type | str, Callable[["HostState"], object], frozenset[str]]
-
-
-def epoch(moment: datetime.datetime | None) -> float:
-    """Seconds since 1970 of a naive UTC datetime, NaN for None.
-
-    Exact to the microsecond for any date of this era (a double spaces
-    0.24 µs apart around 2^31 s), and monotonic, so comparing the floats
-    is comparing the datetimes.
-    """
-    if moment is None:
-        return np.nan
-    return (moment - _EPOCH) / _SECOND
 
 
 class HostTable:
@@ -108,14 +102,12 @@ class HostTable:
 
     def attribute(self, name: str, dtype: type | str = float) -> np.ndarray:
         """The column of HostState attribute (or property) ``name``."""
-        return self.column(("attribute", name), dtype,
-                           operator.attrgetter(name),
+        return self.column(("attribute", name), dtype, getter(name),
                            change_kinds.of_attribute(name))
 
     def matches(self, name: str, wanted: object) -> np.ndarray:
         """Where HostState attribute ``name`` equals ``wanted``."""
-        codes, values = self.codes(("attribute", name),
-                                   operator.attrgetter(name),
+        codes, values = self.codes(("attribute", name), getter(name),
                                    change_kinds.of_attribute(name))
         return by_code(codes, np.array([value == wanted for value in values],
                                        dtype=bool))
@@ -178,13 +170,15 @@ class HostTable:
             self._name_rank = rank
         return self._name_rank
 
-    def replaced(self, rows: Mapping[int, "HostState"],
+    def replaced(self, rows: Mapping[int, "HostState | DeferredHost"],
                  hand_over: bool = False,
                  kinds: Mapping[int, str] | None = None) -> "HostTable":
         """A table whose hosts at the ``rows`` positions are replaced by
         hosts of the same names, its columns carried over with only those
         rows recomputed; ``kinds``: the kind of change (``change_kinds``)
         of the rows that had one, whose columns not moved by it are kept.
+        A deferred host (``DeferredHost``) is built for the columns that
+        are not ``light()`` only.
 
         ``hand_over``: nobody reads this table any more (its owner, the
         host manager, knows): its columns are patched in place and move
@@ -202,18 +196,21 @@ class HostTable:
                 self._floors = {}
         columns = {}
         # The rows each set of kinds recomputes (a few sets for all the
-        # columns), their positions, and whether they are few.
-        moving: dict[frozenset[str],
+        # columns), their positions, and whether they are few; apart for
+        # the light columns, which read deferred hosts as they are.
+        moving: dict[tuple[frozenset[str], bool],
                      tuple[Mapping[int, HostState], list[int], bool]] = {}
         for key, (array, builder) in carried:
             _dtype, value, changed_by = builder
-            found = moving.get(changed_by)
+            light = is_light(value)
+            found = moving.get((changed_by, light))
             if found is None:
                 moved = _moved(rows, kinds, changed_by)
+                moved = with_light(moved) if light else with_built(moved)
                 # A claim taken into the cache replaces one host, a
                 # refresh tens.
-                found = moving[changed_by] = (moved, list(moved),
-                                              len(moved) <= 16)
+                found = moving[changed_by, light] = (
+                    moved, list(moved), len(moved) <= 16)
             moved, positions, few = found
             if hand_over and not moved:
                 columns[key] = (array, builder)
@@ -311,27 +308,6 @@ def _build(hosts: Sequence["HostState"], dtype: type | str,
                         count=len(hosts))
     array.flags.writeable = False
     return array
-
-
-def metric_value(name: str) -> Callable[["HostState"], float]:
-    """A column function: the metric's value adjusted for pending claims
-    (``HostState.metric_since`` without an age check), NaN if missing."""
-    def value(host: "HostState") -> float:
-        found = host.metric_since(name, None)
-        return np.nan if found is None else found
-    return value
-
-
-def metric_epoch(name: str) -> Callable[["HostState"], float]:
-    """A column function: when the metric was measured (``epoch()``),
-    NaN if missing."""
-    # A windowed statistic is as fresh as its metric's newest report.
-    reported = name.partition(":")[0]
-
-    def value(host: "HostState") -> float:
-        metric = host.metrics.get(reported)
-        return np.nan if metric is None else epoch(metric.timestamp)
-    return value
 
 
 #: fresh_metric() results a table keeps (a decision needs a few).

@@ -56,8 +56,7 @@ LOG = logging.getLogger(__name__)
 PlannedMigration = migrations_mod.PlannedMigration
 
 # Proposals tried per cluster and tick when the pipeline or the claim
-# turns the best ones down; enough to get past a few full hosts without
-# scanning a large cluster's every instance.
+# turns the best ones down: past a few full hosts, not every instance.
 _MAX_PROPOSALS = 10
 
 
@@ -109,9 +108,8 @@ class BalancePlanner:
         self.max_incoming = max_incoming or limits.max_incoming_per_host
         self.max_outgoing = max_outgoing or limits.max_outgoing_per_host
         self.clock = clock
-        #: Claims the destinations (the manager's own placer in a
-        #: service, so that both keep one host cache and one set of
-        #: deferred releases).
+        #: Claims the destinations (the manager's own placer in a service:
+        #: one host cache and one set of deferred releases for both).
         self.placer = placer or Placer.for_conf(conf, self.host_manager)
         self.claims = self.placer.claims
         self.migrations = migrations_mod.MigrationStore(conf)
@@ -148,6 +146,9 @@ class BalancePlanner:
         """
         movement = self._migration_policies(migration_policy)
         hosts = self.host_manager.host_states()
+        if all(policy.balancer is None
+               for policy in self.policies.policies.values()):
+            return []  # nothing balances: no host's state is built
         by_cluster: dict[str | None, list[HostState]] = {}
         for host in hosts:
             by_cluster.setdefault(host.cluster, []).append(host)
@@ -182,10 +183,9 @@ class BalancePlanner:
     def _history(self, hosts: Sequence[HostState],
                  clusters: Iterable[str | None]
                  ) -> history_mod.UtilizationHistory:
-        """The utilisation history, with the hosts' new reports recorded,
-        while the policy of any of ``clusters`` balances: with none,
-        nothing reads it, and recording costs a read and a write of every
-        node's sample at every tick."""
+        """The utilisation history, with the hosts' new reports recorded
+        while the policy of any of ``clusters`` balances (recording reads
+        and writes every node's sample)."""
         if not any(policy is not None and policy.balancer is not None
                    for policy in map(self.policies.for_cluster, clusters)):
             return history_mod.UtilizationHistory({})

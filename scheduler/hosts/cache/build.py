@@ -1,20 +1,24 @@
 """A host state from its row, its claims and its row's decoding."""
 
 import datetime
+import types
 from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from scheduler.db.host_queries import AllocationRow
 from scheduler.db.host_queries import NodeRow
+from scheduler.hosts import history as history_mod
 from scheduler.hosts.cache import decode
+from scheduler.hosts.host_list import DeferredHost
 from scheduler.hosts.state import HostState
 
 _new_object = object.__new__
 
 
 class Entry(NamedTuple):
-    state: HostState
+    #: A report-only change's state is built when first read.
+    state: "HostState | ReportedHost"
     decoded: decode.Decoded
     #: What the state was built from, to tell on a full load whether
     #: anything changed: ``(kept_row(row), claims, ratios)``.
@@ -24,7 +28,8 @@ class Entry(NamedTuple):
 _new_tuple = tuple.__new__
 
 
-def new_entry(fields: tuple[HostState, decode.Decoded, tuple]) -> Entry:
+def new_entry(fields: tuple["HostState | ReportedHost", decode.Decoded,
+                            tuple]) -> Entry:
     """``Entry(*fields)`` without the Python-level ``__new__`` of a named
     tuple: one is made per changed row."""
     return _new_tuple(Entry, fields)
@@ -55,46 +60,101 @@ def kept_row(row: NodeRow, keys: tuple | None = None) -> NodeRow:
     return _new_tuple(NodeRow, fields)
 
 
-def reported_state(row: NodeRow, decoded: decode.Decoded,
-                   previous: Entry, ratios: tuple[float, float, float],
-                   pending_cpu_fraction: float) -> HostState | None:
-    """The host state of ``row`` when a metrics report was its one change
-    since ``previous`` (its claims are still the cached ones), or None
-    when more than the report changed.
+class ReportedHost(DeferredHost):
+    """The host state of a node whose changes since the cache last built
+    its state were metrics reports alone, built when first read
+    (``HostList``): most are replaced by the node's next report before
+    anything reads them. Holds what building it takes: the newest row
+    as the cache keeps it (``light``, whose fields of ``LIGHT`` are the
+    state's), its decoding, the claims, and the base: the last state
+    built without its report (``_without_report``), of which a report
+    sets the report's fields."""
 
-    A copy of the previous state with the report's fields set: a report
-    is most changes, and a state of 38 fields costs a fifth of building
-    one anew (one is built per changed row).
-    """
+    __slots__ = ("_decoded", "_base", "_claims", "pending_cpu_fraction")
+
+    def base(self) -> HostState:
+        """A state of this node with the same row and claims, without a
+        report: what the claims' sums and sets are read from."""
+        return self._base
+
+    def _build(self) -> HostState:
+        """A copy of the base with the report's fields set: a state of
+        38 fields costs a fifth of building one anew."""
+        row, decoded = self.light, self._decoded
+        reported = row.metrics_updated_at
+        fields = self._base.__dict__.copy()
+        # No claim the base's report predated, and this one is no older:
+        # none is pending still, without a pass over every claim the
+        # node holds.
+        before = fields["metrics_updated_at"]
+        if (fields["claims_pending"] or before is None or reported is None
+                or reported < before):
+            (fields["claims_pending"], fields["vcpus_pending"],
+             fields["memory_mb_pending"]) = _pending(self._claims, reported)
+        fields["cpu_info"] = decoded.cpu_info
+        fields["networks"] = decoded.networks
+        fields["metrics"] = decoded.metrics
+        fields["bad_metrics"] = decoded.bad_metrics
+        fields["instance_metrics"] = decoded.instance_metrics
+        fields["metric_history"] = decoded.history
+        fields["instance_history"] = decoded.instance_history
+        fields["updated_at"] = row.updated_at
+        fields["metrics_updated_at"] = reported
+        fields["generation"] = row.generation
+        fields["changed_at"] = row.changed_at
+        fields["pending_cpu_fraction"] = self.pending_cpu_fraction
+        state = _new_object(HostState)
+        state.__dict__ = fields
+        return state
+
+
+#: A state's fields that hold its report's values, emptied in a base.
+_NO_REPORT = {"metrics": types.MappingProxyType({}),
+              "bad_metrics": frozenset(),
+              "instance_metrics": types.MappingProxyType({}),
+              "metric_history": history_mod.EMPTY,
+              "instance_history": history_mod.EMPTY}
+
+
+def _without_report(state: HostState) -> HostState:
+    """``state`` without its report's values: a deferred state's base
+    keeps no older report history alive."""
+    fields = state.__dict__.copy()
+    fields.update(_NO_REPORT)
+    base = _new_object(HostState)
+    base.__dict__ = fields
+    return base
+
+
+def base_state(host: HostState | ReportedHost) -> HostState:
+    """A state of the node of ``host`` with the same row and claims (not
+    necessarily its report): what the claims' sums and sets are read
+    from."""
+    return host.base() if type(host) is ReportedHost else host
+
+
+def reported_host(row: NodeRow, kept: NodeRow, decoded: decode.Decoded,
+                  previous: Entry, ratios: tuple[float, float, float],
+                  pending_cpu_fraction: float) -> ReportedHost | None:
+    """The host of ``row`` (``kept``: as ``kept_row`` keeps it) when a
+    metrics report was its one change since ``previous`` (its claims are
+    still the cached ones), its state built when first read; None when
+    more than the report changed."""
     held, claims, held_ratios = previous.source
     if (row[:_METRICS] != held[:_METRICS] or ratios != held_ratios
             or row[_DISABLED] != held[_DISABLED]):
         return None
-    reported = row.metrics_updated_at
-    fields = previous.state.__dict__.copy()
-    # No claim the previous report predated, and this one is no older:
-    # none is pending still, without a pass over every claim the node
-    # holds (most rows read are reports).
-    before = fields["metrics_updated_at"]
-    if (fields["claims_pending"] or before is None or reported is None
-            or reported < before):
-        (fields["claims_pending"], fields["vcpus_pending"],
-         fields["memory_mb_pending"]) = _pending(claims, reported)
-    fields["cpu_info"] = decoded.cpu_info
-    fields["networks"] = decoded.networks
-    fields["metrics"] = decoded.metrics
-    fields["bad_metrics"] = decoded.bad_metrics
-    fields["instance_metrics"] = decoded.instance_metrics
-    fields["metric_history"] = decoded.history
-    fields["instance_history"] = decoded.instance_history
-    fields["updated_at"] = row.updated_at
-    fields["metrics_updated_at"] = reported
-    fields["generation"] = row.generation
-    fields["changed_at"] = row.changed_at
-    fields["pending_cpu_fraction"] = pending_cpu_fraction
-    state = _new_object(HostState)
-    state.__dict__ = fields
-    return state
+    state = previous.state
+    # Without the Python-level __init__: one is made per report.
+    host = _new_object(ReportedHost)
+    host._state = None
+    host.light = kept
+    host._decoded = decoded
+    host._base = (state.base() if type(state) is ReportedHost
+                  else _without_report(state))
+    host._claims = claims
+    host.pending_cpu_fraction = pending_cpu_fraction
+    return host
 
 
 def build_state(row: NodeRow,

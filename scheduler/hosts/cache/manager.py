@@ -28,6 +28,8 @@ from scheduler.db.host_queries import AllocationRow
 from scheduler.hosts import change_kinds
 from scheduler.hosts.cache import refresher as host_cache_refresher
 from scheduler.hosts.cache.build import Entry
+from scheduler.hosts.cache.build import ReportedHost
+from scheduler.hosts.cache.build import base_state
 from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.reading import Changes
 from scheduler.hosts.cache.reading import RefreshProbe
@@ -89,8 +91,9 @@ class RefreshStats:
     hosts: int
 
 
-def _order_key(state: HostState) -> tuple[str, str, int]:
-    return state.host, state.nodename, state.node_id
+def _order_key(entry: Entry) -> tuple[str, str, int]:
+    row = entry.source[0]
+    return row.host, row.hypervisor_hostname, row.id
 
 
 class HostManager(RefreshReads):
@@ -109,11 +112,10 @@ class HostManager(RefreshReads):
     Thread-safe: refreshes are serialised, and a caller that waited for
     another thread's refresh which started after its own call uses that
     refresh's result. Cached HostState objects are replaced, never changed,
-    by a refresh; they are shared between threads, so callers must not
-    change them: see ``snapshot()``.
-
-    ``clock`` (monotonic seconds) decides when a full load is due; tests
-    inject a fake one.
+    by a refresh (the state of a report-only change is built when first
+    read: ``build.ReportedHost``); they are shared between threads, so
+    callers must not change them: see ``snapshot()``. ``clock``
+    (monotonic seconds) decides when a full load is due.
 
     A serving process calls ``start_background_refresh()``: a daemon
     thread (``host_cache_refresher``) then does the first load and the
@@ -249,8 +251,9 @@ class HostManager(RefreshReads):
             return False
         with self._lock:
             entry = self._entries.get(claim.node_id)
-            if (entry is None or entry.state.generation != generation - 1
-                    or claim.instance_uuid in entry.state.instances):
+            if (entry is None or entry.source[0].generation != generation - 1
+                    or claim.instance_uuid in base_state(entry.state)
+                    .instances):
                 return False
             row, allocations, ratios = entry.source
             row = row._replace(generation=generation, changed_at=changed_at)
@@ -352,7 +355,7 @@ class HostManager(RefreshReads):
         gone = (self._entries.keys() - changes.entries.keys()
                 if changes.full else changes.gone)
         reorder = False
-        replaced: dict[int, HostState] = {}
+        replaced: dict[int, HostState | ReportedHost] = {}
         entries, position = self._entries, self._position
         for node_id, entry in changes.entries.items():
             old = entries.get(node_id)
@@ -363,21 +366,20 @@ class HostManager(RefreshReads):
                 continue
             # _order_key() compared inline: a report changes neither name,
             # and this runs for every changed row.
-            state, old_state = entry.state, old and old.state
-            if (old_state is None or state.host != old_state.host
-                    or state.nodename != old_state.nodename):
+            row, old_row = entry.source[0], old and old.source[0]
+            if (old_row is None or row.host != old_row.host or
+                    row.hypervisor_hostname != old_row.hypervisor_hostname):
                 reorder = True
             else:
-                replaced[position[node_id]] = state
+                replaced[position[node_id]] = entry.state
         for node_id in gone:
             if self._entries.pop(node_id, None) is not None:
                 reorder = True
         if reorder:
-            ordered = sorted((entry.state for entry
-                              in self._entries.values()), key=_order_key)
-            self._position = {state.node_id: index for index, state
+            ordered = sorted(self._entries.values(), key=_order_key)
+            self._position = {entry.source[0].id: index for index, entry
                               in enumerate(ordered)}
-            self._table = HostTable(ordered)
+            self._table = HostTable(entry.state for entry in ordered)
         elif replaced:
             table = self._table
             kinds = {position[node_id]: kind

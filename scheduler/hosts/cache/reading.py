@@ -26,11 +26,13 @@ from scheduler.db.host_queries import NodeRow
 from scheduler.hosts import change_kinds
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.build import Entry
+from scheduler.hosts.cache.build import base_state
 from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.build import claims_by_node
 from scheduler.hosts.cache.build import kept_row
 from scheduler.hosts.cache.build import new_entry
-from scheduler.hosts.cache.build import reported_state
+from scheduler.hosts.cache.build import reported_host
+from scheduler.hosts.column_functions import attribute_epoch
 from scheduler.hosts.expected_load import pending_cpu_fraction
 from scheduler.hosts.table import epoch
 
@@ -259,7 +261,7 @@ class RefreshReads:
         was seen (``moved``: their ids)."""
         table = self._table
         changed = table.column("changed_at", float,
-                               lambda host: epoch(host.changed_at))
+                               attribute_epoch("changed_at"))
         inside = (changed >= epoch(since)) & (changed <= epoch(until))
         generations = table.attribute("generation", np.int64)
         count, total = int(inside.sum()), int(generations[inside].sum())
@@ -289,7 +291,9 @@ class RefreshReads:
             entry = self._entries.get(row.id)
             if entry is None:
                 continue
-            cached = entry.state
+            # The row the cached state was built from (its key fields as
+            # the state holds them): a deferred state stays unbuilt.
+            cached = entry.source[0]
             reported = row.metrics_updated_at
             if (row.generation == cached.generation + 1
                     and reported is not None
@@ -302,8 +306,11 @@ class RefreshReads:
         """Whether the cache lacks the node of ``key`` (a change key, or
         a row read whole: its own key) or holds an older version."""
         entry = self._entries.get(key.id)
-        return (entry is None or entry.state.changed_at != key.changed_at
-                or entry.state.generation != key.generation)
+        if entry is None:
+            return True
+        cached = entry.source[0]
+        return (cached.changed_at != key.changed_at
+                or cached.generation != key.generation)
 
     def _build_entries(self, rows: Sequence[NodeRow],
                        allocations: Sequence[AllocationRow],
@@ -354,13 +361,15 @@ class RefreshReads:
                 source = (kept_row(row, decoded.text), claims, ratios)
             same_claims = (previous.state if kept_claims and previous
                            and node_id in kept_claims else None)
-            state = same_claims and reported_state(
-                row, decoded, previous, ratios, pending_fraction)
+            state = same_claims and reported_host(
+                row, source[0], decoded, previous, ratios, pending_fraction)
             if state:
                 kinds[node_id] = change_kinds.REPORT
             entries[node_id] = new_entry((
-                state or build_state(row, claims, decoded, ratios,
-                                     same_claims, pending_fraction),
+                state or build_state(
+                    row, claims, decoded, ratios,
+                    same_claims and base_state(same_claims),
+                    pending_fraction),
                 decoded, source))
         return entries, decoded_rows, kinds
 

@@ -218,6 +218,22 @@ def test_history_is_recorded_while_a_balancer_is_in_force(
     assert rows == recorded
 
 
+def test_a_tick_without_a_balancing_policy_reads_no_host(conf, engine):
+    fleet = standard_fleet(engine, ticks=1)
+    fleet.report()
+    balancer = planner(conf, fleet, "none")
+    hosts = balancer.host_manager.host_states()
+
+    class Unread(list):
+        """The hosts, whose states would be built if read."""
+
+        def __iter__(self):
+            raise AssertionError("a host was read")
+
+    balancer.host_manager.host_states = lambda: Unread(hosts)
+    assert balancer.balance() == []
+
+
 def test_history_reads_the_samples_other_processes_added(conf, engine):
     fleet = standard_fleet(engine, ticks=3)
     first = planner(conf, fleet, "evenly_distributed")

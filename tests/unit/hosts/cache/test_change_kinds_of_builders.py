@@ -1,5 +1,5 @@
 """What the host cache's own builders move, for each kind of change, is
-what ``change_kinds`` declares: a report alone (``reported_state``) and
+what ``change_kinds`` declares: a report alone (``reported_host``, built) and
 a claim taken in (``build_state`` with one claim more, as
 ``HostManager.record_claim`` calls it)."""
 
@@ -16,7 +16,7 @@ from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.build import kept_row
 from scheduler.hosts.cache.build import new_entry
-from scheduler.hosts.cache.build import reported_state
+from scheduler.hosts.cache.build import reported_host
 from tests.unit.hosts.cache.fakes import SECOND
 from tests.unit.hosts.cache.fakes import metrics_json
 
@@ -75,10 +75,11 @@ def test_what_a_report_moves_is_declared(claims, first, second, ratio,
         metrics=metrics_json(when, cpu_percent=second, memory_free=1.0),
         metrics_updated_at=when, changed_at=when, updated_at=when,
         generation=row.generation + 1)
-    after = reported_state(reported, decode.decode(reported, decoded,
-                                                   *WINDOWS),
-                           cached, configured, fraction)
-    assert after is not None
+    host = reported_host(reported, kept_row(reported),
+                         decode.decode(reported, decoded, *WINDOWS),
+                         cached, configured, fraction)
+    assert host is not None
+    after = host.built()
     assert _undeclared(_moved(state, after), change_kinds.REPORT) == set()
 
 

@@ -1,0 +1,126 @@
+"""The host table's own column functions (a host's value in a column),
+and which of them are light: they read only attributes a deferred host
+answers without its state being built (``DeferredHost.LIGHT``), so that
+a table patches their columns for a report without building the host's
+state (``HostTable.replaced``)."""
+
+import datetime
+import operator
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from scheduler.hosts.host_list import DeferredHost
+from scheduler.hosts.host_list import built
+
+if TYPE_CHECKING:
+    from scheduler.hosts.state import HostState
+
+ColumnFunction = Callable[["HostState"], object]
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+_SECOND = datetime.timedelta(seconds=1)
+
+
+def epoch(moment: datetime.datetime | None) -> float:
+    """Seconds since 1970 of a naive UTC datetime, NaN for None.
+
+    Exact to the microsecond for any date of this era (a double spaces
+    0.24 µs apart around 2^31 s), and monotonic, so comparing the floats
+    is comparing the datetimes.
+    """
+    if moment is None:
+        return np.nan
+    return (moment - _EPOCH) / _SECOND
+
+
+#: The column functions declared light (``light()``).
+_LIGHT: set[ColumnFunction] = set()
+
+
+def light(value: ColumnFunction) -> ColumnFunction:
+    """Declare that the column function ``value`` reads only attributes
+    of ``DeferredHost.LIGHT``: a table then gives it a deferred host's
+    ``light`` object, without building the host's state."""
+    _LIGHT.add(value)
+    return value
+
+
+def is_light(value: ColumnFunction) -> bool:
+    """Whether ``value`` was declared light."""
+    return value in _LIGHT
+
+
+#: The column functions of attributes, by attribute (and ``epoch:``
+#: attribute): one object each, so that a table knows them light.
+_GETTERS: dict[str, ColumnFunction] = {}
+
+
+def getter(name: str) -> ColumnFunction:
+    """A column function: the HostState attribute ``name`` (light when
+    the attribute is)."""
+    found = _GETTERS.get(name)
+    if found is None:
+        found = operator.attrgetter(name)
+        if name in DeferredHost.LIGHT:
+            light(found)
+        found = _GETTERS.setdefault(name, found)
+    return found
+
+
+def attribute_epoch(name: str) -> Callable[["HostState"], float]:
+    """A column function: ``epoch()`` of the datetime attribute ``name``
+    (light when the attribute is)."""
+    key = f"epoch:{name}"
+    found = _GETTERS.get(key)
+    if found is None:
+        get = operator.attrgetter(name)
+
+        def found(host: "HostState") -> float:
+            return epoch(get(host))
+        if name in DeferredHost.LIGHT:
+            light(found)
+        found = _GETTERS.setdefault(key, found)
+    return found
+
+
+def metric_value(name: str) -> Callable[["HostState"], float]:
+    """A column function: the metric's value adjusted for pending claims
+    (``HostState.metric_since`` without an age check), NaN if missing."""
+    def value(host: "HostState") -> float:
+        found = host.metric_since(name, None)
+        return np.nan if found is None else found
+    return value
+
+
+def metric_epoch(name: str) -> Callable[["HostState"], float]:
+    """A column function: when the metric was measured (``epoch()``),
+    NaN if missing."""
+    # A windowed statistic is as fresh as its metric's newest report.
+    reported = name.partition(":")[0]
+
+    def value(host: "HostState") -> float:
+        metric = host.metrics.get(reported)
+        return np.nan if metric is None else epoch(metric.timestamp)
+    return value
+
+
+def with_built(rows: Mapping[int, "HostState | DeferredHost"]
+               ) -> Mapping[int, "HostState"]:
+    """``rows`` with their deferred hosts built, for the column functions
+    that are not light."""
+    if not any(isinstance(host, DeferredHost) for host in rows.values()):
+        return rows
+    return {index: built(host) for index, host in rows.items()}
+
+
+def with_light(rows: Mapping[int, "HostState | DeferredHost"]
+               ) -> Mapping[int, "HostState"]:
+    """``rows`` with their deferred hosts' ``light`` objects, for the
+    light column functions."""
+    if not any(isinstance(host, DeferredHost) for host in rows.values()):
+        return rows
+    return {index: host.light if isinstance(host, DeferredHost) else host
+            for index, host in rows.items()}
