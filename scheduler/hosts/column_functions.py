@@ -43,14 +43,19 @@ _LIGHT: set[ColumnFunction] = set()
 def light(value: ColumnFunction) -> ColumnFunction:
     """Declare that the column function ``value`` reads only attributes
     of ``DeferredHost.LIGHT``: a table then gives it a deferred host's
-    ``light`` object, without building the host's state."""
+    ``light`` object (not a ``HostState``: another attribute would be
+    missing or differ), without building the host's state. For the
+    scheduler's own column functions; a plugin's are given states."""
     _LIGHT.add(value)
     return value
 
 
 def is_light(value: ColumnFunction) -> bool:
     """Whether ``value`` was declared light."""
-    return value in _LIGHT
+    try:
+        return value in _LIGHT
+    except TypeError:  # an unhashable callable: never declared
+        return False
 
 
 #: The column functions of attributes, by attribute (and ``epoch:``
@@ -117,7 +122,7 @@ def with_built(rows: Mapping[int, "HostState | DeferredHost"]
 
 
 def with_light(rows: Mapping[int, "HostState | DeferredHost"]
-               ) -> Mapping[int, "HostState"]:
+               ) -> Mapping[int, object]:
     """``rows`` with their deferred hosts' ``light`` objects, for the
     light column functions."""
     if not any(isinstance(host, DeferredHost) for host in rows.values()):

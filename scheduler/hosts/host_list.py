@@ -33,9 +33,9 @@ class DeferredHost:
 
     __slots__ = ("_state", "light")
 
-    #: The attributes ``light`` answers as the state would
-    #: (``HostTable`` gives it to the column functions that read only
-    #: these: ``table.light()``).
+    #: The attributes ``light`` answers as the state would (a table gives
+    #: it to the column functions that read only these:
+    #: ``column_functions.light()``).
     LIGHT = frozenset(("host", "updated_at", "metrics_updated_at",
                        "generation", "changed_at"))
 
@@ -111,8 +111,8 @@ class HostList(Sequence):
 
     def _build_deferred(self) -> None:
         """Build every deferred host, in the chunks in place."""
-        chunks = self._chunks
-        for number in self._deferred:
+        chunks, deferred = self._chunks, self._deferred
+        for number in deferred:
             chunk = chunks[number]
             for index, host in enumerate(chunk):
                 if isinstance(host, DeferredHost):
@@ -129,21 +129,21 @@ class HostList(Sequence):
 
     def take(self, rows: Iterable[int]) -> list["HostState"]:
         """The hosts at ``rows``, in that order."""
+        # Read before the chunks: a builder writes every state before it
+        # clears it, so an empty set means built hosts.
+        deferred = self._deferred
         chunks = self._chunks
         hosts = [chunks[row >> _CHUNK_BITS][row & _CHUNK_MASK]
                  for row in rows]
-        if self._deferred:
+        if deferred:
             hosts = [built(host) for host in hosts]
         return hosts
-
-    def raw(self, row: int) -> "HostState | DeferredHost":
-        """The host at ``row`` as held: a ``DeferredHost`` is not built
-        (``HostTable`` reads the light attributes of one)."""
-        return self._chunks[row >> _CHUNK_BITS][row & _CHUNK_MASK]
 
     def replaced(self, rows: Mapping[int, "HostState | DeferredHost"]
                  ) -> "HostList":
         """A copy with the host at each position of ``rows`` replaced."""
+        # Read before the chunks are copied (see take()).
+        held = self._deferred
         chunks = list(self._chunks)
         copied: set[int] = set()
         deferred: set[int] = set()
@@ -157,6 +157,5 @@ class HostList(Sequence):
                 deferred.add(number)
         new = HostList.__new__(HostList)
         new._chunks, new._length = chunks, self._length
-        new._deferred = self._deferred | deferred if deferred else \
-            self._deferred
+        new._deferred = held | deferred if deferred else held
         return new

@@ -68,6 +68,10 @@ def decode(entries: Iterable[dict], problems: list[str]
             if metrics}
 
 
+#: Held while an ``OnFirstUse`` decodes its entries.
+_DECODING = threading.Lock()
+
+
 class OnFirstUse(Mapping):
     """The instance entries of one report, decoded when first read.
 
@@ -78,19 +82,22 @@ class OnFirstUse(Mapping):
     once per report.
     """
 
+    # Slots and no lock of its own: one is made per report.
+    __slots__ = ("_entries", "_node", "_decoded")
+
     def __init__(self, entries: Callable[[], list[dict]], node: str):
         #: The instance entries of the report, when called.
         self._entries = entries
         self._node = node
         self._decoded: dict[str, dict[str, hm.Metric]] | None = None
-        self._lock = threading.Lock()
 
     def _metrics(self) -> dict[str, dict[str, hm.Metric]]:
         decoded = self._decoded
         if decoded is not None:
             return decoded
-        # Cached host states are shared by every request thread.
-        with self._lock:
+        # Cached host states are shared by every request thread; the
+        # decodings are few (balancers, once a tick), one lock for all.
+        with _DECODING:
             if self._decoded is None:
                 problems: list[str] = []
                 self._decoded = decode(self._entries(), problems)

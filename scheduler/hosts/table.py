@@ -50,7 +50,7 @@ Builder = tuple[type | str, Callable[["HostState"], object], frozenset[str]]
 class HostTable:
     """Columns over ``hosts`` (in their order), built on first use."""
 
-    def __init__(self, hosts: Iterable["HostState"],
+    def __init__(self, hosts: Iterable["HostState | DeferredHost"],
                  columns: Mapping[Hashable, tuple[np.ndarray, Builder]]
                  | None = None, name_rank: np.ndarray | None = None,
                  floors: Mapping[Hashable, tuple[float, bool]]

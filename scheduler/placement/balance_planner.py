@@ -48,31 +48,15 @@ from scheduler.placement.placer import Wanted
 from scheduler.policies import cluster as cluster_policy
 from scheduler.policies.migration import policies as migration_policies
 from scheduler.policies.schedulers import PolicySchedulers
-from scheduler.request.spec import Flavor
-from scheduler.request.spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
 
 PlannedMigration = migrations_mod.PlannedMigration
 
 # Proposals tried per cluster and tick when the pipeline or the claim
-# turns the best ones down: past a few full hosts, not every instance.
+# turns the best ones down; enough to get past a few full hosts without
+# scanning a large cluster's every instance.
 _MAX_PROPOSALS = 10
-
-
-def _migration_spec(instance: base.Instance, cluster: str | None,
-                    migration_uuid: str) -> RequestSpec:
-    """The request the destination of a migration is scheduled with: the
-    instance's size and group, the migration's uuid as the consumer."""
-    return RequestSpec(
-        flavor=Flavor(name=f"migration of {instance.uuid}",
-                      vcpus=instance.vcpus,
-                      memory_mb=instance.memory_mb,
-                      root_gb=instance.disk_gb),
-        cluster=cluster,
-        scheduler_hints=({"group": instance.group} if instance.group
-                         else {}),
-        instance_uuids=[migration_uuid])
 
 
 class BalancePlanner:
@@ -108,8 +92,9 @@ class BalancePlanner:
         self.max_incoming = max_incoming or limits.max_incoming_per_host
         self.max_outgoing = max_outgoing or limits.max_outgoing_per_host
         self.clock = clock
-        #: Claims the destinations (the manager's own placer in a service:
-        #: one host cache and one set of deferred releases for both).
+        #: Claims the destinations (the manager's own placer in a
+        #: service, so that both keep one host cache and one set of
+        #: deferred releases).
         self.placer = placer or Placer.for_conf(conf, self.host_manager)
         self.claims = self.placer.claims
         self.migrations = migrations_mod.MigrationStore(conf)
@@ -183,9 +168,10 @@ class BalancePlanner:
     def _history(self, hosts: Sequence[HostState],
                  clusters: Iterable[str | None]
                  ) -> history_mod.UtilizationHistory:
-        """The utilisation history, with the hosts' new reports recorded
-        while the policy of any of ``clusters`` balances (recording reads
-        and writes every node's sample)."""
+        """The utilisation history, with the hosts' new reports recorded,
+        while the policy of any of ``clusters`` balances: with none,
+        nothing reads it, and recording costs a read and a write of every
+        node's sample at every tick."""
         if not any(policy is not None and policy.balancer is not None
                    for policy in map(self.policies.for_cluster, clusters)):
             return history_mod.UtilizationHistory({})
@@ -319,7 +305,7 @@ class BalancePlanner:
         it."""
         instance = proposal.instance
         migration_uuid = str(uuid.uuid4())
-        spec = _migration_spec(instance, cluster, migration_uuid)
+        spec = migrations_mod.migration_spec(instance, cluster, migration_uuid)
         source = proposal.source.state
         candidates = [load.state for load in proposal.destinations
                       if load.node_id != source.node_id]

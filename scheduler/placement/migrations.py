@@ -14,11 +14,14 @@ import datetime
 import sqlalchemy as sa
 from oslo_config import cfg
 
+from scheduler.balancer import base
 from scheduler.db import api as db_api
 from scheduler.db import migration_agent_sql
 from scheduler.db import migration_sql
 from scheduler.db import models
 from scheduler.db.claim_sql import write_transaction
+from scheduler.request.spec import Flavor
+from scheduler.request.spec import RequestSpec
 
 PLANNED = "planned"
 RUNNING = "running"
@@ -202,3 +205,18 @@ class MigrationStore:
                     connection, migration_uuid, models.utcnow()):
                 return RUNNING
         return None
+
+
+def migration_spec(instance: base.Instance, cluster: str | None,
+                    migration_uuid: str) -> RequestSpec:
+    """The request the destination of a migration is scheduled with: the
+    instance's size and group, the migration's uuid as the consumer."""
+    return RequestSpec(
+        flavor=Flavor(name=f"migration of {instance.uuid}",
+                      vcpus=instance.vcpus,
+                      memory_mb=instance.memory_mb,
+                      root_gb=instance.disk_gb),
+        cluster=cluster,
+        scheduler_hints=({"group": instance.group} if instance.group
+                         else {}),
+        instance_uuids=[migration_uuid])

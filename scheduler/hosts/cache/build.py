@@ -3,8 +3,10 @@
 import datetime
 import types
 from collections.abc import Iterable
+from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import NamedTuple
+from typing import Protocol
 
 from scheduler.db.host_queries import AllocationRow
 from scheduler.db.host_queries import NodeRow
@@ -12,8 +14,41 @@ from scheduler.hosts import history as history_mod
 from scheduler.hosts.cache import decode
 from scheduler.hosts.host_list import DeferredHost
 from scheduler.hosts.state import HostState
+from scheduler.hosts.state import Metric
 
 _new_object = object.__new__
+
+
+class ClaimedUsage(Protocol):
+    """A claim as ``HostManager.record_claim`` reads it: what it takes on
+    its node, and the node's generation and change time as the claim left
+    them (None when the call that returned it did not make it).
+    ``scheduler.claims.Claim`` is one; the host cache, below the claims,
+    names only what it reads."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def generation(self) -> int | None: ...
+
+    @property
+    def changed_at(self) -> datetime.datetime | None: ...
+
+    @property
+    def instance_uuid(self) -> str: ...
+
+    @property
+    def vcpus(self) -> int: ...
+
+    @property
+    def memory_mb(self) -> int: ...
+
+    @property
+    def disk_gb(self) -> int: ...
+
+    @property
+    def group(self) -> str | None: ...
 
 
 class Entry(NamedTuple):
@@ -21,7 +56,9 @@ class Entry(NamedTuple):
     state: "HostState | ReportedHost"
     decoded: decode.Decoded
     #: What the state was built from, to tell on a full load whether
-    #: anything changed: ``(kept_row(row), claims, ratios)``.
+    #: anything changed: ``(kept_row(row), claims, ratios)``. The kept
+    #: row is also what the cache's bookkeeping reads the node's names
+    #: and change key from, so that a deferred state stays unbuilt.
     source: tuple
 
 
@@ -66,23 +103,35 @@ class ReportedHost(DeferredHost):
     (``HostList``): most are replaced by the node's next report before
     anything reads them. Holds what building it takes: the newest row
     as the cache keeps it (``light``, whose fields of ``LIGHT`` are the
-    state's), its decoding, the claims, and the base: the last state
-    built without its report (``_without_report``), of which a report
-    sets the report's fields."""
+    state's), its decoding, the claims, the share of a pending claim's
+    vCPUs assumed busy (``[metrics] expected_instance_cpu``), and the
+    base: the last state built (without its report once handed down
+    twice: ``_without_report``), of which a report sets the report's
+    fields."""
 
     __slots__ = ("_decoded", "_base", "_claims", "pending_cpu_fraction")
 
     def base(self) -> HostState:
-        """A state of this node with the same row and claims, without a
-        report: what the claims' sums and sets are read from."""
-        return self._base
+        """A state of this node with the same row and claims: what the
+        claims' sums and sets are read from (the state once built)."""
+        base = self._base  # read first: cleared only once built
+        return self._state if base is None else base
+
+    def built(self) -> HostState:
+        state = super().built()
+        # The base is not kept alive beside the state.
+        self._base = None
+        return state
 
     def _build(self) -> HostState:
         """A copy of the base with the report's fields set: a state of
         38 fields costs a fifth of building one anew."""
+        base = self._base
+        if base is None:  # built meanwhile, by another thread
+            return self._state
         row, decoded = self.light, self._decoded
         reported = row.metrics_updated_at
-        fields = self._base.__dict__.copy()
+        fields = base.__dict__.copy()
         # No claim the base's report predated, and this one is no older:
         # none is pending still, without a pass over every claim the
         # node holds.
@@ -108,10 +157,11 @@ class ReportedHost(DeferredHost):
         return state
 
 
+_NO_METRICS: Mapping[str, Metric] = types.MappingProxyType({})
 #: A state's fields that hold its report's values, emptied in a base.
-_NO_REPORT = {"metrics": types.MappingProxyType({}),
+_NO_REPORT = {"metrics": _NO_METRICS,
               "bad_metrics": frozenset(),
-              "instance_metrics": types.MappingProxyType({}),
+              "instance_metrics": _NO_METRICS,
               "metric_history": history_mod.EMPTY,
               "instance_history": history_mod.EMPTY}
 
@@ -145,13 +195,21 @@ def reported_host(row: NodeRow, kept: NodeRow, decoded: decode.Decoded,
             or row[_DISABLED] != held[_DISABLED]):
         return None
     state = previous.state
+    base = state
+    if type(state) is ReportedHost:
+        base = state._base  # read first: cleared only once built
+        if base is None:
+            base = state._state
+        elif base.metrics is not _NO_METRICS:
+            # Handed down a second time: the older report, and its
+            # history, are not kept alive for long.
+            base = _without_report(base)
     # Without the Python-level __init__: one is made per report.
     host = _new_object(ReportedHost)
     host._state = None
     host.light = kept
     host._decoded = decoded
-    host._base = (state.base() if type(state) is ReportedHost
-                  else _without_report(state))
+    host._base = base
     host._claims = claims
     host.pending_cpu_fraction = pending_cpu_fraction
     return host

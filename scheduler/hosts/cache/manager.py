@@ -17,7 +17,6 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
-from typing import Protocol
 
 from oslo_config import cfg
 
@@ -27,6 +26,7 @@ from scheduler.db import models
 from scheduler.db.host_queries import AllocationRow
 from scheduler.hosts import change_kinds
 from scheduler.hosts.cache import refresher as host_cache_refresher
+from scheduler.hosts.cache.build import ClaimedUsage
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import ReportedHost
 from scheduler.hosts.cache.build import base_state
@@ -36,38 +36,6 @@ from scheduler.hosts.cache.reading import RefreshProbe
 from scheduler.hosts.cache.reading import RefreshReads
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
-
-
-class ClaimedUsage(Protocol):
-    """A claim as ``HostManager.record_claim`` reads it: what it takes on
-    its node, and the node's generation and change time as the claim left
-    them (None when the call that returned it did not make it).
-    ``scheduler.claims.Claim`` is one; the host cache, below the claims,
-    names only what it reads."""
-
-    @property
-    def node_id(self) -> int: ...
-
-    @property
-    def generation(self) -> int | None: ...
-
-    @property
-    def changed_at(self) -> datetime.datetime | None: ...
-
-    @property
-    def instance_uuid(self) -> str: ...
-
-    @property
-    def vcpus(self) -> int: ...
-
-    @property
-    def memory_mb(self) -> int: ...
-
-    @property
-    def disk_gb(self) -> int: ...
-
-    @property
-    def group(self) -> str | None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,8 +82,10 @@ class HostManager(RefreshReads):
     refresh's result. Cached HostState objects are replaced, never changed,
     by a refresh (the state of a report-only change is built when first
     read: ``build.ReportedHost``); they are shared between threads, so
-    callers must not change them: see ``snapshot()``. ``clock``
-    (monotonic seconds) decides when a full load is due.
+    callers must not change them: see ``snapshot()``.
+
+    ``clock`` (monotonic seconds) decides when a full load is due; tests
+    inject a fake one.
 
     A serving process calls ``start_background_refresh()``: a daemon
     thread (``host_cache_refresher``) then does the first load and the

@@ -120,3 +120,13 @@ def test_a_table_of_light_columns_builds_no_deferred_host():
     # vcpus: moved by no report, not recomputed.
     assert newer.attribute("vcpus")[2] == 4.0
     assert deferred.builds == 0
+
+
+@pytest.mark.parametrize("read", [list, lambda hosts: hosts.take([0, 2])])
+def test_a_version_made_from_one_with_deferred_hosts_builds_them(read):
+    deferred = CountedHost(0, 2)
+    older = HostList([state(index) for index in range(3)]).replaced(
+        {0: deferred})
+    newer = older.replaced({2: state(2, 1)})
+    assert all(isinstance(host, HostState) for host in read(newer))
+    assert deferred.builds == 1

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 
 from scheduler.balancer import history as history_mod
 from scheduler.db import models
+from scheduler.hosts.cache.build import ReportedHost
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.placement import balance_planner as planner_mod
 from scheduler.placement import migrations as migrations_mod
@@ -218,20 +219,19 @@ def test_history_is_recorded_while_a_balancer_is_in_force(
     assert rows == recorded
 
 
-def test_a_tick_without_a_balancing_policy_reads_no_host(conf, engine):
+def test_a_tick_without_a_balancing_policy_builds_no_host_state(conf,
+                                                                engine):
     fleet = standard_fleet(engine, ticks=1)
     fleet.report()
     balancer = planner(conf, fleet, "none")
-    hosts = balancer.host_manager.host_states()
-
-    class Unread(list):
-        """The hosts, whose states would be built if read."""
-
-        def __iter__(self):
-            raise AssertionError("a host was read")
-
-    balancer.host_manager.host_states = lambda: Unread(hosts)
+    balancer.host_manager.host_states()
+    fleet.report()
     assert balancer.balance() == []
+    states = [entry.state for entry
+              in balancer.host_manager._entries.values()]
+    # The reports were read; no host's state was built for the tick.
+    assert states and all(type(state) is ReportedHost
+                          and state._state is None for state in states)
 
 
 def test_history_reads_the_samples_other_processes_added(conf, engine):

@@ -11,6 +11,7 @@ from scheduler.hosts import history as history_mod
 from scheduler.hosts.cache.build import ReportedHost
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.hosts.column_functions import attribute_epoch
+from scheduler.hosts.column_functions import getter
 from scheduler.hosts.table import epoch
 from tests.unit.hosts.cache.fakes import NODES
 from tests.unit.hosts.cache.fakes import add_node
@@ -52,10 +53,9 @@ def test_a_report_is_read_without_building_its_state(conf, engine,
     assert table.attribute("generation", np.int64)[1] == 1
     assert host._state is None
     built = table.hosts[1]
-    assert host._state is built
-    # Its base holds no report, nor an older report history.
-    assert not host.base().metrics
-    assert host.base().metric_history is history_mod.EMPTY
+    # Built, it keeps no base beside its state.
+    assert host._state is built and host.base() is built
+    assert host._base is None
     assert same_as_loaded(conf, built)
     assert built.metrics["cpu.percent"].value == 55.0
 
@@ -99,3 +99,74 @@ def test_a_claim_is_taken_in_on_a_state_not_built(conf, engine, manager):
     assert host.metrics["cpu.percent"].value == 20.0
     # The next refresh finds the node as taken in.
     assert manager.host_states()[0] is host
+
+
+def test_a_base_keeps_no_older_report_alive(conf, engine, manager):
+    start = models.utcnow() - 10 * MINUTE
+    node = add_node(engine, "a", when=start)
+    manager.host_states()
+    report(engine, node, start + MINUTE, cpu_percent=20.0)
+    built = manager.host_states()[0]  # the next report's base
+    report(engine, node, start + 2 * MINUTE, cpu_percent=30.0)
+    manager.host_table()
+    assert deferred(manager, node).base() is built
+    # Handed down a second time, unread: without its report.
+    report(engine, node, start + 3 * MINUTE, cpu_percent=40.0)
+    manager.host_table()
+    base = deferred(manager, node).base()
+    assert not base.metrics and base.metric_history is history_mod.EMPTY
+    assert base.instance_history is history_mod.EMPTY
+    assert base.vcpus_claimed == built.vcpus_claimed
+    assert manager.host_states()[0].metrics["cpu.percent"].value == 40.0
+
+
+def test_a_claim_taken_in_then_a_report_counts_no_claim_pending(
+        conf, engine, manager):
+    start = models.utcnow() - 10 * MINUTE
+    node = add_node(engine, "a", when=start)
+    manager.host_states()
+    when = start + MINUTE
+    instance = claim(engine, node, vcpus=2, when=when)
+    assert manager.record_claim(Claim(
+        "alloc-1", instance, node, "a", "a", "a.example.org", 2, 512, 10,
+        generation=1, changed_at=when))
+    assert manager.host_states()[0].claims_pending == 1
+    report(engine, node, start + 2 * MINUTE, cpu_percent=35.0)
+    manager.host_table()
+    host = deferred(manager, node).built()
+    assert host.claims_pending == 0 and host.vcpus_claimed == 2
+    assert same_as_loaded(conf, host)
+
+
+def test_a_new_node_reorders_a_table_holding_deferred_hosts(conf, engine,
+                                                             manager):
+    start = models.utcnow() - 10 * MINUTE
+    node = add_node(engine, "b", when=start)
+    manager.host_states()
+    report(engine, node, start + MINUTE, cpu_percent=25.0)
+    manager.host_table()
+    deferred(manager, node)
+    add_node(engine, "a", when=start + 2 * MINUTE)
+    hosts = manager.host_states()
+    assert [host.host for host in hosts] == ["a", "b"]
+    assert hosts[1].metrics["cpu.percent"].value == 25.0
+
+
+def test_light_columns_patched_from_the_row_match_the_built_states(
+        conf, engine, manager):
+    start = models.utcnow() - 10 * MINUTE
+    nodes = [add_node(engine, name, when=start) for name in "abc"]
+    names = ("host", "updated_at", "metrics_updated_at", "generation",
+             "changed_at")
+    table = manager.host_table()
+    for name in names:
+        table.column(("light", name), object, getter(name))
+    for minute, node in enumerate(nodes[1:], start=1):
+        report(engine, node, start + minute * MINUTE, cpu_percent=5.0)
+    table = manager.host_table()
+    deferred(manager, nodes[2])
+    patched = {name: table.column(("light", name), object, getter(name))
+               for name in names}
+    for index, host in enumerate(table.hosts):
+        for name in names:
+            assert patched[name][index] == getattr(host, name)
