@@ -30,10 +30,11 @@ from scheduler.hosts.cache.build import ClaimedUsage
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import ReportedHost
 from scheduler.hosts.cache.build import base_state
-from scheduler.hosts.cache.build import build_state
+from scheduler.hosts.cache.build import claimed_state
 from scheduler.hosts.cache.reading import Changes
 from scheduler.hosts.cache.reading import RefreshProbe
 from scheduler.hosts.cache.reading import RefreshReads
+from scheduler.hosts.host_list import built
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
 
@@ -227,13 +228,12 @@ class HostManager(RefreshReads):
                 return False
             row, allocations, ratios = entry.source
             row = row._replace(generation=generation, changed_at=changed_at)
-            allocations = (*allocations, AllocationRow(
+            taken = AllocationRow(
                 claim.node_id, claim.instance_uuid, claim.vcpus,
-                claim.memory_mb, claim.disk_gb, claim.group, changed_at))
-            entry = Entry(build_state(
-                row, allocations, entry.decoded, ratios,
-                pending_cpu_fraction=entry.state.pending_cpu_fraction),
-                           entry.decoded, (row, allocations, ratios))
+                claim.memory_mb, claim.disk_gb, claim.group, changed_at)
+            entry = Entry(
+                claimed_state(built(entry.state), taken, generation),
+                entry.decoded, (row, (*allocations, taken), ratios))
             # As a refresh that read only this node would; the watermark
             # stays, so that the next refresh reads what changed since.
             self._apply(Changes(

@@ -1,7 +1,7 @@
 """What the host cache's own builders move, for each kind of change, is
 what ``change_kinds`` declares: a report alone (``reported_host``, built) and
-a claim taken in (``build_state`` with one claim more, as
-``HostManager.record_claim`` calls it)."""
+a claim taken in (``claimed_state``, as ``HostManager.record_claim``
+calls it, which is ``build_state`` with one claim more)."""
 
 import datetime
 
@@ -14,6 +14,7 @@ from scheduler.db.host_queries import NodeRow
 from scheduler.hosts import change_kinds
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache.build import build_state
+from scheduler.hosts.cache.build import claimed_state
 from scheduler.hosts.cache.build import kept_row
 from scheduler.hosts.cache.build import new_entry
 from scheduler.hosts.cache.build import reported_host
@@ -96,10 +97,12 @@ def test_what_a_claim_taken_in_moves_is_declared(claims, cpu, ratio, vcpus,
     # As record_claim takes it in: the claim's generation and time.
     when = START + 3 * SECOND
     claimed = row._replace(generation=row.generation + 1, changed_at=when)
-    after = build_state(
-        claimed, (*claims, AllocationRow(1, "i-new", vcpus, 512, 10, group,
-                                         when)),
-        decoded, configured, pending_cpu_fraction=state.pending_cpu_fraction)
+    taken = AllocationRow(1, "i-new", vcpus, 512, 10, group, when)
+    after = claimed_state(state, taken, row.generation + 1)
+    # What a refresh reading the node and its claims would build.
+    assert after == build_state(
+        claimed, (*claims, taken), decoded, configured,
+        pending_cpu_fraction=state.pending_cpu_fraction)
     moved = _moved(state, after)
     assert {"generation", "changed_at", "instances"} <= moved
     assert _undeclared(moved, change_kinds.CLAIM) == set()
