@@ -140,15 +140,16 @@ def _columns(text: str, instance_found: list[_Entry] | None
     except OverflowError:
         return None
     kinds = reported.kinds(numbers)
-    if int in kinds and _LARGEST in map(abs, floats) and not all(
+    # Doubles, with no object per value, unless an int is past the
+    # doubles' exact ints (int == float compares exactly). Exact ints
+    # are in range: only an inexact one can have rounded to the largest.
+    exact = int not in kinds or floats.tolist() == list(numbers)
+    if not exact and _LARGEST in map(abs, floats) and not all(
             -_LARGEST <= number <= _LARGEST for number in numbers):
         return None
     stamps = reported.stamps(texts)
     if stamps is None:
         return None
-    # Doubles, with no object per value, unless an int is past the
-    # doubles' exact ints (int == float compares exactly).
-    exact = int not in kinds or floats.tolist() == list(numbers)
     metrics = reported.ReportedMetrics(
         layout, floats if exact else numbers, kinds, stamps)
     return metrics, floats, instances

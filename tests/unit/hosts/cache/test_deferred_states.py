@@ -37,6 +37,18 @@ def deferred(manager: HostManager, node_id: int) -> ReportedHost:
     return state
 
 
+def reported_node(engine, manager: HostManager, name: str,
+                  start: datetime.datetime, cpu_percent: float) -> int:
+    """A node loaded, then a report of it read without building its
+    state."""
+    node = add_node(engine, name, when=start)
+    manager.host_states()
+    report(engine, node, start + MINUTE, cpu_percent=cpu_percent)
+    manager.host_table()
+    deferred(manager, node)
+    return node
+
+
 def test_a_report_is_read_without_building_its_state(conf, engine,
                                                      manager):
     start = models.utcnow() - 10 * MINUTE
@@ -81,11 +93,7 @@ def test_reports_in_a_row_build_from_the_last_state_built(conf, engine,
 
 def test_a_claim_is_taken_in_on_a_state_not_built(conf, engine, manager):
     start = models.utcnow() - 10 * MINUTE
-    node = add_node(engine, "a", when=start)
-    manager.host_states()
-    report(engine, node, start + MINUTE, cpu_percent=20.0)
-    manager.host_table()
-    deferred(manager, node)
+    node = reported_node(engine, manager, "a", start, 20.0)
     when = models.utcnow()
     instance = claim(engine, node, vcpus=3, when=when)
     with engine.begin() as connection:
@@ -141,11 +149,7 @@ def test_a_claim_taken_in_then_a_report_counts_no_claim_pending(
 def test_a_new_node_reorders_a_table_holding_deferred_hosts(conf, engine,
                                                              manager):
     start = models.utcnow() - 10 * MINUTE
-    node = add_node(engine, "b", when=start)
-    manager.host_states()
-    report(engine, node, start + MINUTE, cpu_percent=25.0)
-    manager.host_table()
-    deferred(manager, node)
+    reported_node(engine, manager, "b", start, 25.0)
     add_node(engine, "a", when=start + 2 * MINUTE)
     hosts = manager.host_states()
     assert [host.host for host in hosts] == ["a", "b"]
