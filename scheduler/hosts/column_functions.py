@@ -66,25 +66,27 @@ _GETTERS: dict[str, ColumnFunction] = {}
 def getter(name: str) -> ColumnFunction:
     """A column function: the HostState attribute ``name`` (light when
     the attribute is)."""
-    found = _GETTERS.get(name)
-    if found is None:
-        found = operator.attrgetter(name)
-        if name in DeferredHost.LIGHT:
-            light(found)
-        found = _GETTERS.setdefault(name, found)
-    return found
+    return _attribute_function(name, name, operator.attrgetter)
 
 
 def attribute_epoch(name: str) -> Callable[["HostState"], float]:
     """A column function: ``epoch()`` of the datetime attribute ``name``
     (light when the attribute is)."""
-    key = f"epoch:{name}"
+    def made(attribute: str) -> Callable[["HostState"], float]:
+        get = operator.attrgetter(attribute)
+        return lambda host: epoch(get(host))
+    return _attribute_function(f"epoch:{name}", name, made)
+
+
+def _attribute_function(key: str, name: str,
+                        make: Callable[[str], ColumnFunction]
+                        ) -> ColumnFunction:
+    """The one column function kept under ``key``, made of attribute
+    ``name`` by ``make`` when first asked for, and declared light when
+    the attribute is."""
     found = _GETTERS.get(key)
     if found is None:
-        get = operator.attrgetter(name)
-
-        def found(host: "HostState") -> float:
-            return epoch(get(host))
+        found = make(name)
         if name in DeferredHost.LIGHT:
             light(found)
         found = _GETTERS.setdefault(key, found)

@@ -200,13 +200,19 @@ class HostTable:
         # the light columns, which read deferred hosts as they are.
         moving: dict[tuple[frozenset[str], bool],
                      tuple[Mapping[int, HostState], list[int], bool]] = {}
+        light_rows = None  # rows as the light functions read them
         for key, (array, builder) in carried:
             _dtype, value, changed_by = builder
             light = is_light(value)
             found = moving.get((changed_by, light))
             if found is None:
-                moved = _moved(rows, kinds, changed_by)
-                moved = with_light(moved) if light else with_built(moved)
+                if not light:
+                    # Only the hosts the column recomputes are built.
+                    moved = with_built(_moved(rows, kinds, changed_by))
+                else:
+                    if light_rows is None:
+                        light_rows = with_light(rows)
+                    moved = _moved(light_rows, kinds, changed_by)
                 # A claim taken into the cache replaces one host, a
                 # refresh tens.
                 found = moving[changed_by, light] = (

@@ -19,6 +19,15 @@ from scheduler.hosts.state import Metric
 _new_object = object.__new__
 
 
+def _state_of(fields: dict) -> HostState:
+    """A ``HostState`` of ``fields`` (every field, as ``HostState()``
+    would set them), without its keyword ``__init__``: states are built
+    per changed row and claim."""
+    state = _new_object(HostState)
+    state.__dict__ = fields
+    return state
+
+
 class ClaimedUsage(Protocol):
     """A claim as ``HostManager.record_claim`` reads it: what it takes on
     its node, and the node's generation and change time as the claim left
@@ -152,9 +161,7 @@ class ReportedHost(DeferredHost):
         fields["generation"] = row.generation
         fields["changed_at"] = row.changed_at
         fields["pending_cpu_fraction"] = self.pending_cpu_fraction
-        state = _new_object(HostState)
-        state.__dict__ = fields
-        return state
+        return _state_of(fields)
 
 
 _NO_METRICS: Mapping[str, Metric] = types.MappingProxyType({})
@@ -171,9 +178,7 @@ def _without_report(state: HostState) -> HostState:
     keeps no older report history alive."""
     fields = state.__dict__.copy()
     fields.update(_NO_REPORT)
-    base = _new_object(HostState)
-    base.__dict__ = fields
-    return base
+    return _state_of(fields)
 
 
 def base_state(host: HostState | ReportedHost) -> HostState:
@@ -242,9 +247,7 @@ def claimed_state(state: HostState, claim: AllocationRow,
         fields["memory_mb_pending"] += claim.memory_mb
     fields["generation"] = generation
     fields["changed_at"] = claim.created_at
-    taken = _new_object(HostState)
-    taken.__dict__ = fields
-    return taken
+    return _state_of(fields)
 
 
 def build_state(row: NodeRow,
@@ -275,8 +278,7 @@ def build_state(row: NodeRow,
     cpu_ratio, ram_ratio, disk_ratio = ratios
     # Every field, as HostState() would set them, at a third of the cost
     # of its keyword __init__: one state is built per changed row.
-    state = _new_object(HostState)
-    state.__dict__ = {
+    return _state_of({
         "node_id": row.id, "uuid": row.uuid, "host": row.host,
         "nodename": row.hypervisor_hostname, "cluster": row.cluster,
         "availability_zone": row.availability_zone, "vcpus": row.vcpus,
@@ -302,8 +304,7 @@ def build_state(row: NodeRow,
         "generation": row.generation, "changed_at": row.changed_at,
         "instances": instances, "instance_groups": groups,
         "instance_flavors": flavors,
-        "pending_cpu_fraction": pending_cpu_fraction}
-    return state
+        "pending_cpu_fraction": pending_cpu_fraction})
 
 
 def _held(allocations: Sequence[AllocationRow]

@@ -29,7 +29,6 @@ from scheduler.hosts.cache import refresher as host_cache_refresher
 from scheduler.hosts.cache.build import ClaimedUsage
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import ReportedHost
-from scheduler.hosts.cache.build import base_state
 from scheduler.hosts.cache.build import claimed_state
 from scheduler.hosts.cache.reading import Changes
 from scheduler.hosts.cache.reading import RefreshProbe
@@ -222,9 +221,10 @@ class HostManager(RefreshReads):
             return False
         with self._lock:
             entry = self._entries.get(claim.node_id)
-            if (entry is None or entry.source[0].generation != generation - 1
-                    or claim.instance_uuid in base_state(entry.state)
-                    .instances):
+            if entry is None or entry.source[0].generation != generation - 1:
+                return False
+            state = built(entry.state)  # taken in on the state
+            if claim.instance_uuid in state.instances:
                 return False
             row, allocations, ratios = entry.source
             row = row._replace(generation=generation, changed_at=changed_at)
@@ -232,7 +232,7 @@ class HostManager(RefreshReads):
                 claim.node_id, claim.instance_uuid, claim.vcpus,
                 claim.memory_mb, claim.disk_gb, claim.group, changed_at)
             entry = Entry(
-                claimed_state(built(entry.state), taken, generation),
+                claimed_state(state, taken, generation),
                 entry.decoded, (row, (*allocations, taken), ratios))
             # As a refresh that read only this node would; the watermark
             # stays, so that the next refresh reads what changed since.
