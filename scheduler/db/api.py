@@ -1,7 +1,9 @@
 """Database engines and sessions, shared by the scheduler and the agent."""
 
 import os
+import sqlite3
 import threading
+import time
 
 import sqlalchemy as sa
 from oslo_config import cfg
@@ -48,6 +50,39 @@ def validate_connection_url(url: str) -> None:
             "mysql+pymysql, sqlite") from e
 
 
+def set_sqlite_pragmas(dbapi_connection, synchronous: str,
+                       patience: float = 30.0) -> None:
+    """A new SQLite connection's settings: WAL, foreign keys, and how
+    commits wait for the disk (``synchronous``: FULL or OFF).
+
+    Some of the locks a connection takes while it first opens a WAL file
+    fail at once with "database is locked" instead of waiting out the
+    busy timeout (several processes starting together: a service's
+    workers); the settings are tried again for ``patience`` seconds.
+    """
+    deadline = time.monotonic() + patience
+    while True:
+        cursor = dbapi_connection.cursor()
+        try:
+            # WAL lets the agents write while schedulers read the file.
+            # It is kept in the file: set only when it is not WAL yet,
+            # since changing it takes an exclusive lock.
+            mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+            if mode != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            # FULL is SQLite's default; named so that OFF reads as the
+            # exception it is.
+            cursor.execute(f"PRAGMA synchronous={synchronous}")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+        finally:
+            cursor.close()
+        time.sleep(0.05)
+
+
 def _new_engine(url: str, connect_timeout: int, pre_ping: bool,
                 sqlite_synchronous: bool = True) -> Engine:
     parsed = make_url(url)
@@ -76,14 +111,7 @@ def _new_engine(url: str, connect_timeout: int, pre_ping: bool,
         synchronous = "FULL" if sqlite_synchronous else "OFF"
 
         def on_connect(dbapi_connection, _record) -> None:
-            cursor = dbapi_connection.cursor()
-            # WAL lets the agents write while schedulers read the file.
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            # FULL is SQLite's default; named so that OFF reads as the
-            # exception it is.
-            cursor.execute(f"PRAGMA synchronous={synchronous}")
-            cursor.close()
+            set_sqlite_pragmas(dbapi_connection, synchronous)
 
         sa.event.listen(engine, "connect", on_connect)
     return engine

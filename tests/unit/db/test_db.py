@@ -1,11 +1,13 @@
 """The db layer in-process, on SQLite files."""
 
 import importlib.util
+import sqlite3
 
 import pytest
 import sqlalchemy as sa
 from oslo_config import cfg
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
 
 from scheduler import conf as scheduler_conf
 from scheduler import exception
@@ -152,3 +154,62 @@ def test_a_failed_migration_is_a_migration_error(db_conf):
             "UPDATE alembic_version SET version_num = 'ffff'"))
     with pytest.raises(schema.MigrationError, match="ffff"):
         schema.db_sync(engine)
+
+
+class _LockedAtFirst:
+    """A DBAPI connection whose first ``fails`` statements fail as SQLite
+    fails a lock it does not wait for."""
+
+    def __init__(self, fails: int, message: str = "database is locked"):
+        self.fails, self.message, self.statements = fails, message, []
+
+    def cursor(self):
+        return self
+
+    def execute(self, statement):
+        if self.fails:
+            self.fails -= 1
+            raise sqlite3.OperationalError(self.message)
+        self.statements.append(statement)
+        return self
+
+    def fetchone(self):
+        return ("delete",)
+
+    def close(self):
+        pass
+
+
+def test_sqlite_settings_are_tried_again_while_the_file_is_locked():
+    connection = _LockedAtFirst(fails=3)
+    db_api.set_sqlite_pragmas(connection, "FULL")
+    assert connection.statements == [
+        "PRAGMA journal_mode", "PRAGMA journal_mode=WAL",
+        "PRAGMA foreign_keys=ON", "PRAGMA synchronous=FULL"]
+
+
+def test_sqlite_settings_give_up_after_their_patience():
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        db_api.set_sqlite_pragmas(_LockedAtFirst(fails=10**6), "FULL",
+                                  patience=0.2)
+
+
+def test_sqlite_settings_do_not_retry_other_errors():
+    connection = _LockedAtFirst(fails=1, message="disk I/O error")
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        db_api.set_sqlite_pragmas(connection, "FULL")
+    assert connection.statements == []
+
+
+def test_a_file_in_wal_already_is_not_switched_again(db_conf):
+    engine = db_api.get_engine(db_conf)
+    with engine.connect() as connection:
+        connection.exec_driver_sql("SELECT 1")
+    raw = sqlite3.connect(make_url(
+        db_conf.database.connection).database)
+    statements: list[str] = []
+    raw.set_trace_callback(statements.append)
+    db_api.set_sqlite_pragmas(raw, "OFF")
+    raw.close()
+    assert "PRAGMA journal_mode=WAL" not in statements
+    assert statements[0] == "PRAGMA journal_mode"
