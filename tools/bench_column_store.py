@@ -57,13 +57,13 @@ except ImportError:  # python -m tools.bench_column_store
 from scheduler.common import gc_tuning
 from scheduler.db import host_queries
 from scheduler.db.host_queries import NodeRow
-from scheduler.hosts.cache import decode
+from scheduler.hosts.cache import report_columns
 from scheduler.hosts.cache.manager import HostManager
 from scheduler.hosts.table import epoch
 from scheduler.simulation import runs as simulation_runs
 
-_read_entries = decode._read_entries
-_UNSET = decode.msgspec.UNSET
+_read_entries = report_columns.read_entries
+_UNSET = msgspec.UNSET
 #: Reports a host's ring holds (an hour at a minute, and room).
 RING = 64
 WINDOW = 3600.0

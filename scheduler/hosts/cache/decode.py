@@ -5,7 +5,6 @@ and the node is scheduled on for what remains (docs/operator-guide.md)."""
 
 import datetime
 import functools
-import sys
 import types
 from array import array
 from collections.abc import Callable
@@ -21,8 +20,8 @@ from scheduler.db.host_queries import NodeRow
 from scheduler.hosts import history as history_mod
 from scheduler.hosts import history_block
 from scheduler.hosts import instance_metrics as instance_metrics_mod
-from scheduler.hosts import reported
 from scheduler.hosts.cache import instance_entries
+from scheduler.hosts.cache import report_columns
 from scheduler.hosts.cache.instance_entries import load_json
 from scheduler.hosts.metric_entries import reading
 from scheduler.hosts.metric_entries import recent_stamps
@@ -76,83 +75,10 @@ def instances_key(text: str | None) -> tuple[int, int] | None:
     return None if text is None else metrics_key(text)
 
 
-class _Entry(msgspec.Struct, gc=False):
-    """A metrics entry of the form a report's entries normally have."""
-
-    name: str
-    value: int | float
-    timestamp: str
-    source: str | None = None
-    #: Present (whatever its value) on an instance's entry.
-    instance: object = msgspec.UNSET
-
-
-_read_entries = msgspec.json.Decoder(list[_Entry]).decode
 #: The instance entries of every report that holds none: one read-only
 #: mapping, not an object (and a lock) per host and report.
 _NO_INSTANCES: Mapping[str, Mapping[str, Metric]] = types.MappingProxyType(
     {})
-_LARGEST = sys.float_info.max
-
-
-def well_formed_metrics(text: str, instance_found: list[_Entry] | None = None
-                        ) -> reported.ReportedMetrics | None:
-    """The host metrics of a report whose every entry is well formed, or
-    None: ``decode_metrics`` then finds and words what is wrong. The
-    instance entries, unchecked, go to ``instance_found`` when given (for
-    the instance history; ``instance_entries.cpu_readings`` checks them)."""
-    columns = _columns(text, instance_found)
-    return None if columns is None else columns[0]
-
-
-def _columns(text: str, instance_found: list[_Entry] | None
-             ) -> tuple[reported.ReportedMetrics, array, bool] | None:
-    """``well_formed_metrics``, the values as floats, for the history, and
-    whether the report holds instance entries.
-
-    Every node's report is decoded at every change (one a minute per
-    node): msgspec checks the entries' shape while it parses, at half of
-    what parsing then checking each entry in Python costs, and the
-    metrics are read a column at a time.
-    """
-    try:
-        entries = _read_entries(text)
-    except (msgspec.DecodeError, TypeError):
-        return None
-    unset = msgspec.UNSET
-    # One pass over the entries, then the columns (zip in C).
-    host = [(entry.name, entry.source, entry.value, entry.timestamp)
-            for entry in entries if entry.instance is unset]
-    instances = len(host) < len(entries)
-    if instance_found is not None and instances:
-        instance_found.extend(entry for entry in entries
-                              if entry.instance is not unset)
-    names, sources, numbers, texts = (zip(*host, strict=True) if host
-                                      else ((),) * 4)
-    layout = reported.layout(names, sources)
-    if layout is None:
-        return None
-    try:
-        # msgspec refuses floats past the range (JSON has no NaN): only
-        # ints can be out of range. array() refuses those that round
-        # past it; those rounding to the largest double are checked.
-        floats = array("d", numbers)
-    except OverflowError:
-        return None
-    kinds = reported.kinds(numbers)
-    # Doubles, with no object per value, unless an int is past the
-    # doubles' exact ints (int == float compares exactly). Exact ints
-    # are in range: only an inexact one can have rounded to the largest.
-    exact = int not in kinds or floats.tolist() == list(numbers)
-    if not exact and _LARGEST in map(abs, floats) and not all(
-            -_LARGEST <= number <= _LARGEST for number in numbers):
-        return None
-    stamps = reported.stamps(texts)
-    if stamps is None:
-        return None
-    metrics = reported.ReportedMetrics(
-        layout, floats if exact else numbers, kinds, stamps)
-    return metrics, floats, instances
 
 
 def decode_metrics(text: str, problems: list[str],
@@ -227,7 +153,7 @@ def decode_networks(text: str, problems: list[str]) -> frozenset[str]:
 
 
 def _parsed_instances(row: NodeRow, in_metrics: bool,
-                      in_report: list[_Entry] | None
+                      in_report: list[report_columns.Entry] | None
                       ) -> tuple[Callable[[], list[dict]] | None,
                                  dict[str, tuple[float, float]] | None]:
     """A well-formed report's instance entries, to be read when first
@@ -251,7 +177,7 @@ def _parsed_instances(row: NodeRow, in_metrics: bool,
         return entries, None
     if own is not None:
         try:
-            in_report.extend(_read_entries(own))
+            in_report.extend(report_columns.read_entries(own))
         except (msgspec.DecodeError, TypeError):
             # Decoded from the texts, and logged, as every report's.
             return entries, None
@@ -280,7 +206,8 @@ def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
 
 def decode(row: NodeRow, previous: Decoded | None = None,
            history_window: float = 0.0,
-           instance_window: float = 0.0) -> Decoded:
+           instance_window: float = 0.0,
+           columns: report_columns.Columns | None = None) -> Decoded:
     """Decode the JSON columns; what is malformed is left out and logged.
 
     Only rows that changed are decoded, so the warning appears once per
@@ -289,10 +216,15 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     ``networks`` are kept when their text did not change, and whose
     report history this report is added to (``history_window`` seconds
     of it kept, and ``instance_window`` of its instances' when not 0).
+    ``columns``: the report's, when the refresh read them already
+    (``report_columns.refresh_columns``; a report without instance
+    entries).
     """
     problems: list[str] = []
-    in_report: list[_Entry] | None = [] if instance_window > 0 else None
-    columns = _columns(row.metrics, in_report)
+    in_report: list[report_columns.Entry] | None = (
+        [] if instance_window > 0 else None)
+    if columns is None:
+        columns = report_columns.columns(row.metrics, in_report)
     metrics: Mapping[str, Metric]
     readings = floats = None
     node = row.hypervisor_hostname

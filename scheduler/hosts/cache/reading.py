@@ -25,6 +25,7 @@ from scheduler.db.host_queries import KeyRow
 from scheduler.db.host_queries import NodeRow
 from scheduler.hosts import change_kinds
 from scheduler.hosts.cache import decode
+from scheduler.hosts.cache import report_columns
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import base_state
 from scheduler.hosts.cache.build import build_state
@@ -328,16 +329,12 @@ class RefreshReads:
         entries = {}
         kinds: dict[int, str] = {}
         decoded_rows = 0
-        # Options read once per refresh, not once per row: an oslo.config
-        # lookup costs about a microsecond, a report some tens.
-        windows = (self.conf.metrics.history_window,
-                   self.conf.metrics.instance_history_window)
-        opts = self.conf.filter_scheduler
-        ratios = (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
-                  opts.disk_allocation_ratio)
-        pending_fraction = pending_cpu_fraction(self.conf)
+        windows, ratios, pending_fraction = self._row_options()
         cached = self._entries.get
         slice_rows = host_queries.PACE_ROWS
+        # A refresh reads all its reports at once; a full load reuses.
+        read = (None if reuse else report_columns.refresh_columns(
+            [row.metrics for row in rows]))
         for index, row in enumerate(rows):
             if pace is not None and index % slice_rows == slice_rows - 1:
                 pace()
@@ -355,7 +352,8 @@ class RefreshReads:
                 decoded = self._reusable(previous, source[0])
             if decoded is None:
                 decoded = decode.decode(
-                    row, previous and previous.decoded, *windows)
+                    row, previous and previous.decoded, *windows,
+                    read and read[index])
                 decoded_rows += 1
             if source is None:  # the decoding's key: not hashed again
                 source = (kept_row(row, decoded.text), claims, ratios)
@@ -372,6 +370,19 @@ class RefreshReads:
                     pending_fraction),
                 decoded, source))
         return entries, decoded_rows, kinds
+
+    def _row_options(self) -> tuple[tuple[float, float],
+                                    tuple[float, float, float], float]:
+        """The options a row's entry is built with (history windows,
+        allocation ratios, the pending claims' busy share), read once per
+        refresh, not once per row: an oslo.config lookup costs about a
+        microsecond, a report some tens."""
+        opts = self.conf.filter_scheduler
+        return ((self.conf.metrics.history_window,
+                 self.conf.metrics.instance_history_window),
+                (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
+                 opts.disk_allocation_ratio),
+                pending_cpu_fraction(self.conf))
 
     @staticmethod
     def _reusable(entry: Entry, kept: NodeRow) -> decode.Decoded | None:

@@ -10,7 +10,7 @@ from scheduler import conf as scheduler_conf
 from scheduler.conf import filter_scheduler
 from scheduler.db import api as db_api
 from scheduler.db import schema
-from scheduler.hosts.cache import decode
+from scheduler.hosts.cache import report_columns
 from scheduler.hosts.cache.manager import HostManager
 
 
@@ -74,6 +74,6 @@ def count_json(monkeypatch):
         return parse
 
     monkeypatch.setattr(orjson, "loads", counting(orjson.loads))
-    monkeypatch.setattr(decode, "_read_entries",
-                        counting(decode._read_entries))
+    monkeypatch.setattr(report_columns, "read_entries",
+                        counting(report_columns.read_entries))
     return calls

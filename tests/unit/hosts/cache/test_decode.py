@@ -16,6 +16,7 @@ from scheduler.hosts import instance_metrics
 from scheduler.hosts import reported
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache import instance_entries
+from scheduler.hosts.cache import report_columns
 
 STAMP = "2026-01-05T12:00:00.5Z"
 
@@ -81,7 +82,7 @@ def test_fast_path_agrees_with_the_entry_by_entry_path(first, second):
      "source": st.sampled_from(["libvirt", "file"])}), max_size=4))
 def test_regular_reports_take_the_columns(entries):
     """The property above, for reports that are mostly well formed."""
-    got = decode.well_formed_metrics(json.dumps(entries))
+    got = _well_formed(json.dumps(entries))
     names = [entry["name"] for entry in entries]
     if len(set(names)) < len(names):
         assert got is None
@@ -98,7 +99,7 @@ def test_a_well_formed_report_takes_the_fast_path():
         {"name": "memory.total", "value": 2**40, "timestamp": STAMP},
         {"name": "instance.cpu.percent", "instance": "u1", "value": 50.0,
          "timestamp": STAMP}])
-    metrics = decode.well_formed_metrics(text)
+    metrics = _well_formed(text)
     assert set(metrics) == {"cpu.percent", "memory.total"}
     assert metrics["cpu.percent"].value == 12.5
     assert metrics["cpu.percent"].source == "libvirt"
@@ -114,11 +115,16 @@ def test_a_well_formed_report_takes_the_fast_path():
 def test_an_int_past_a_floats_range_is_a_bad_metric_not_a_crash():
     text = (f'[{{"name": "disk.bytes", "value": {10**400}, '
             f'"timestamp": "{STAMP}"}}]')
-    assert decode.well_formed_metrics(text) is None
+    assert _well_formed(text) is None
     problems: list[str] = []
     metrics, bad = decode.decode_metrics(text, problems)
     assert metrics == {} and bad == {"disk.bytes"}
     assert "is not a finite number" in problems[0]
+
+
+def _well_formed(text: str) -> reported.ReportedMetrics | None:
+    found = report_columns.columns(text)
+    return None if found is None else found[0]
 
 
 def _row(entries: list[dict]) -> NodeRow:
@@ -233,13 +239,13 @@ def test_names_invented_by_a_node_do_not_grow_the_layouts(monkeypatch):
     monkeypatch.setattr(reported, "_LAYOUTS_KEPT", 8)
     reported._LAYOUTS.clear()
     for report in range(20):
-        decode.well_formed_metrics(json.dumps([
+        _well_formed(json.dumps([
             {"name": f"made.up.{report}", "value": 1.0,
              "timestamp": STAMP}]))
         assert len(reported._LAYOUTS) <= 8
-    first = decode.well_formed_metrics(json.dumps([
+    first = _well_formed(json.dumps([
         {"name": "cpu.percent", "value": 1.0, "timestamp": STAMP}]))
-    second = decode.well_formed_metrics(json.dumps([
+    second = _well_formed(json.dumps([
         {"name": "cpu.percent", "value": 2.0, "timestamp": STAMP}]))
     # One layout (names, sources) for every host that reports the same.
     assert first.layout is second.layout
@@ -248,7 +254,7 @@ def test_names_invented_by_a_node_do_not_grow_the_layouts(monkeypatch):
 
 
 def test_a_report_of_one_timestamp_keeps_one_datetime():
-    metrics = decode.well_formed_metrics(json.dumps([
+    metrics = _well_formed(json.dumps([
         {"name": name, "value": value, "timestamp": STAMP}
         for name, value in (("cpu.percent", 1.0), ("memory.free", 1))]))
     assert metrics.stamps == datetime.datetime(2026, 1, 5, 12, 0, 0, 500000)
@@ -264,8 +270,8 @@ def test_an_int_rounding_to_the_largest_double_is_out_of_range():
         return ('[{"name": "a", "value": ' + str(value)
                 + ', "timestamp": "2024-01-01T00:00:00Z"}]')
 
-    assert decode.well_formed_metrics(
+    assert _well_formed(
         report(int(sys.float_info.max) + 1)) is None
     largest = report(int(sys.float_info.max))
-    assert decode.well_formed_metrics(largest)["a"].value == int(
+    assert _well_formed(largest)["a"].value == int(
         sys.float_info.max)

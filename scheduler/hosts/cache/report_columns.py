@@ -1,0 +1,178 @@
+"""A report's metrics list read into columns: its layout (names and
+sources), its values as doubles, their types and its timestamps, as a
+``reported.ReportedMetrics``; one report at a time (``columns``), or the
+reports of a refresh at once (``refresh_columns``).
+
+Only well-formed reports are read here; ``decode`` reads the others entry
+by entry, and says what is wrong with them.
+"""
+
+import sys
+from array import array
+from collections.abc import Sequence
+
+import msgspec
+
+from scheduler.hosts import reported
+from scheduler.hosts.metric_entries import cached_timestamp
+from scheduler.hosts.metric_entries import recent_stamps
+
+#: (the report's metrics, their values as doubles for the history,
+#: whether the report holds instance entries)
+Columns = tuple[reported.ReportedMetrics, array, bool]
+
+
+class Entry(msgspec.Struct, gc=False):
+    """A metrics entry of the form a report's entries normally have."""
+
+    name: str
+    value: int | float
+    timestamp: str
+    source: str | None = None
+    #: Present (whatever its value) on an instance's entry.
+    instance: object = msgspec.UNSET
+
+
+read_entries = msgspec.json.Decoder(list[Entry]).decode
+_UNSET = msgspec.UNSET
+_LARGEST = sys.float_info.max
+
+
+def columns(text: str, instance_found: list[Entry] | None = None
+            ) -> Columns | None:
+    """The columns of a report whose every entry is well formed, or None.
+    The instance entries, unchecked, go to ``instance_found`` when given
+    (for the instance history).
+
+    Every node's report is read at every change (one a minute per node):
+    msgspec checks the entries' shape while it parses, at half of what
+    parsing then checking each entry in Python costs, and the metrics are
+    read a column at a time.
+    """
+    try:
+        entries = read_entries(text)
+    except (msgspec.DecodeError, TypeError):
+        return None
+    unset = _UNSET
+    # One pass over the entries, then the columns (zip in C).
+    host = [(entry.name, entry.source, entry.value, entry.timestamp)
+            for entry in entries if entry.instance is unset]
+    instances = len(host) < len(entries)
+    if instance_found is not None and instances:
+        instance_found.extend(entry for entry in entries
+                              if entry.instance is not unset)
+    names, sources, numbers, texts = (zip(*host, strict=True) if host
+                                      else ((),) * 4)
+    layout = reported.layout(names, sources)
+    if layout is None:
+        return None
+    try:
+        # msgspec refuses floats past the range (JSON has no NaN): only
+        # ints can be out of range. array() refuses those that round
+        # past it; those rounding to the largest double are checked.
+        floats = array("d", numbers)
+    except OverflowError:
+        return None
+    kinds = reported.kinds(numbers)
+    # Doubles, with no object per value, unless an int is past the
+    # doubles' exact ints (int == float compares exactly). Exact ints
+    # are in range: only an inexact one can have rounded to the largest.
+    exact = int not in kinds or floats.tolist() == list(numbers)
+    if not exact and _LARGEST in map(abs, floats) and not all(
+            -_LARGEST <= number <= _LARGEST for number in numbers):
+        return None
+    stamps = reported.stamps(texts)
+    if stamps is None:
+        return None
+    metrics = reported.ReportedMetrics(
+        layout, floats if exact else numbers, kinds, stamps)
+    return metrics, floats, instances
+
+
+def refresh_columns(texts: Sequence[str]) -> list[Columns | None]:
+    """``columns`` of the reports ``texts`` (a refresh's changed rows),
+    by position, for those it reads at once; None for the others, which
+    ``columns`` reads one by one (or ``decode`` entry by entry).
+
+    Read at once: the reports of the same metrics, sources and value
+    types as each other, without instance entries, whose values are
+    doubles or ints a double holds exactly and whose entries share one
+    timestamp each (what one agent's reports look like). Their columns
+    are gathered over all of them, a pass per column, and checked with a
+    comparison each, where ``columns`` makes a tuple per entry and a
+    pass per report: a third of a report's read, most of it what is not
+    the parse.
+    """
+    found: list[Columns | None] = [None] * len(texts)
+    parsed: list[list[Entry]] = []
+    positions: list[int] = []
+    for position, text in enumerate(texts):
+        try:
+            parsed.append(read_entries(text))
+        except (msgspec.DecodeError, TypeError):
+            continue
+        positions.append(position)
+    if not parsed:
+        return found
+    if not _read_alike(parsed, positions, found):
+        # Reports of several kinds of agent: each kind at once.
+        groups: dict[tuple, tuple[list, list]] = {}
+        for entries, position in zip(parsed, positions, strict=True):
+            group = groups.setdefault(
+                tuple((entry.name, entry.source, type(entry.value))
+                      for entry in entries), ([], []))
+            group[0].append(entries)
+            group[1].append(position)
+        for alike, at in groups.values():
+            if len(alike) > 1:
+                _read_alike(alike, at, found)
+    return found
+
+
+def _read_alike(parsed: list[list[Entry]], positions: list[int],
+                found: list[Columns | None]) -> bool:
+    """``refresh_columns`` of reports expected alike (their entries at
+    ``positions`` of ``found``); False when they are not."""
+    width = len(parsed[0])
+    count = len(parsed)
+    if not width or list(map(len, parsed)) != [width] * count:
+        return False
+    flat = [entry for entries in parsed for entry in entries]
+    names = [entry.name for entry in flat]
+    sources = [entry.source for entry in flat]
+    first_names, first_sources = names[:width], sources[:width]
+    if (names != first_names * count or sources != first_sources * count
+            or [entry.instance for entry in flat].count(_UNSET) != len(flat)):
+        return False
+    layout = reported.layout(tuple(first_names), tuple(first_sources))
+    numbers = [entry.value for entry in flat]
+    kinds = reported.kinds(numbers[:width])
+    if layout is None or list(map(type, numbers)) != list(kinds) * count:
+        return False
+    try:
+        floats = array("d", numbers)
+    except OverflowError:
+        return False
+    # Ints without an exact double, and entries of times of their own,
+    # are rare: their reports are read one by one.
+    exact = int not in kinds or floats.tolist() == numbers
+    texts = [entry.timestamp for entry in flat]
+    firsts = texts[::width]
+    uniform = all(texts[column::width] == firsts
+                  for column in range(1, width))
+    cache = recent_stamps()
+    new = reported.ReportedMetrics
+    for row, (position, text) in enumerate(
+            zip(positions, firsts, strict=True)):
+        start = row * width
+        end = start + width
+        if not uniform and texts[start:end].count(text) < width:
+            continue
+        if not exact and floats[start:end].tolist() != numbers[start:end]:
+            continue
+        stamp = cache.get(text) or cached_timestamp(text, cache)
+        if stamp is not None:
+            values = floats[start:end]
+            found[position] = (new(layout, values, kinds, stamp), values,
+                               False)
+    return True
