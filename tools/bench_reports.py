@@ -74,7 +74,7 @@ from scheduler.simulation import fleet as fleet_mod
 from scheduler.simulation import runner
 from scheduler.simulation import runs as simulation_runs
 
-PHASES = runner.MAX_PHASES
+PHASES = fleet_mod.MAX_PHASES
 REPORT_INTERVAL = runner.Settings.report_interval
 #: Simulated seconds between a phase's writes and the refresh reading
 #: them, so that the rows are stamped before the cache's watermark moves.
@@ -92,7 +92,7 @@ def written_phases(fleet: fleet_mod.SimulatedFleet,
     the clock moved just past them: (measured, the phase's nodes, the
     newest change stamp before its writes as stored, CPU seconds of the
     writes). The first round is not measured: it fills the templates."""
-    phase_hosts = [np.arange(p, hosts, PHASES) for p in range(PHASES)]
+    phase_hosts = fleet_mod.report_phases(hosts)
     entries = {host: [(fleet_mod.instance_uuid(host * 1000 + i), 12.5)
                       for i in range(instances)] for host in range(hosts)}
     step = REPORT_INTERVAL / PHASES

@@ -96,6 +96,18 @@ class FleetSpec:
         return f"{NAME_PREFIX}c{index % self.clusters}"
 
 
+#: At most this many report phases per interval: nodes of one phase
+#: report in one transaction.
+MAX_PHASES = 12
+
+
+def report_phases(hosts: int) -> list[np.ndarray]:
+    """The node indexes of each report phase of a fleet of ``hosts``:
+    node ``i`` reports in phase ``i % phases``."""
+    phases = min(MAX_PHASES, hosts)
+    return [np.arange(phase, hosts, phases) for phase in range(phases)]
+
+
 def host_name(index: int) -> str:
     return f"{NAME_PREFIX}{index:05d}"
 
@@ -147,8 +159,14 @@ class SimulatedFleet:
             "metrics_updated_at": now, "updated_at": now, "changed_at": now,
             "created_at": now, "disabled": False, "generation": 0,
         } for i, kind in enumerate(kinds)]
+        # Stored phase by phase: the rows one phase of reports rewrites
+        # then share the database's pages, and a phase's commit writes
+        # a page for every few nodes rather than one for each (SQLite
+        # keeps rows in insertion order). What is stored is the same.
+        stored = [rows[i] for phase in report_phases(spec.hosts)
+                  for i in phase.tolist()]
         with self.engine.begin() as connection:
-            connection.execute(NODES.insert(), rows)
+            connection.execute(NODES.insert(), stored)
             found = dict(connection.execute(sa.select(
                 NODES.c.host, NODES.c.id).where(
                     NODES.c.host.like(NAME_PREFIX + "%"))).all())

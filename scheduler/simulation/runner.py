@@ -44,9 +44,6 @@ from scheduler.simulation.figures import Figures
 
 #: Simulated time starts here, a Monday at midnight UTC.
 START = datetime.datetime(2026, 1, 5)
-#: At most this many report phases per interval: nodes of one phase
-#: report in one transaction.
-MAX_PHASES = 12
 #: Simulated seconds an event takes when another ran at the same instant:
 #: every write then gets a stamp of its own, later than what the host
 #: cache last read, as writes do in real time (a row stamped exactly at
@@ -185,9 +182,8 @@ class Simulation:
 
     def _schedule_ticks(self) -> None:
         interval = self.settings.report_interval
-        self.phases = min(MAX_PHASES, self.hosts)
-        self.phase_hosts = [np.arange(p, self.hosts, self.phases)
-                            for p in range(self.phases)]
+        self.phase_hosts = fleet_mod.report_phases(self.hosts)
+        self.phases = len(self.phase_hosts)
         for phase in range(self.phases):
             self._push(interval * (phase + 1) / self.phases, _REPORT, phase)
         self._push(interval, _SAMPLE)

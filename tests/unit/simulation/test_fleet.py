@@ -74,3 +74,29 @@ def test_reports_keep_the_instance_entries_apart(engine):
             for entry in json.loads(rows[0][1])] == [("vm-a", 25.0),
                                                      ("vm-b", 50.0)]
     assert rows[1][1] is None
+
+
+def test_report_phases_deal_the_nodes_round_robin():
+    phases = fleet.report_phases(30)
+    assert len(phases) == fleet.MAX_PHASES
+    assert phases[0].tolist() == [0, 12, 24]
+    assert phases[11].tolist() == [11, 23]
+    assert [phase.tolist() for phase in fleet.report_phases(3)] == [
+        [0], [1], [2]]
+
+
+def test_the_nodes_of_a_phase_are_stored_together(engine):
+    # One phase's rows side by side in SQLite's rowid order, so that its
+    # commit rewrites few pages; each name keeps its own row.
+    simulated = fleet.SimulatedFleet(engine, fleet.FleetSpec(30, 8, 16384))
+    simulated.create()
+    for phase in fleet.report_phases(30):
+        ids = [simulated.node_ids[i] for i in phase.tolist()]
+        assert ids == list(range(ids[0], ids[0] + len(ids)))
+    with engine.connect() as connection:
+        stored = dict(connection.execute(sa.select(
+            tables.NODES.c.id, tables.NODES.c.host)).all())
+    assert [stored[node] for node in simulated.node_ids] == [
+        fleet.host_name(i) for i in range(30)]
+    assert simulated.index_of == {
+        node: i for i, node in enumerate(simulated.node_ids)}
