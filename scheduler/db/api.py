@@ -50,8 +50,8 @@ def validate_connection_url(url: str) -> None:
             "mysql+pymysql, sqlite") from e
 
 
-def set_sqlite_pragmas(dbapi_connection, synchronous: str,
-                       patience: float = 30.0) -> None:
+def set_sqlite_pragmas(dbapi_connection: sqlite3.Connection,
+                       synchronous: str, patience: float = 30.0) -> None:
     """A new SQLite connection's settings: WAL, foreign keys, and how
     commits wait for the disk (``synchronous``: FULL or OFF).
 

@@ -204,6 +204,21 @@ def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
     return held.appended_report(names, times, floats, window)
 
 
+def _description(row: NodeRow, previous: Decoded | None
+                 ) -> tuple[dict, frozenset[str], tuple[str, ...]]:
+    """The node's ``cpu_info`` and ``networks`` decoded, and what was
+    wrong with them: the previous decoding's while their texts did not
+    change (reports change the metrics only: the node's description is
+    decoded once per change of its own)."""
+    if (previous is not None and previous.text[1] == row.cpu_info
+            and previous.text[2] == row.networks):
+        return previous.cpu_info, previous.networks, previous.column_problems
+    found: list[str] = []
+    cpu_info = decode_cpu_info(row.cpu_info, found)
+    networks = decode_networks(row.networks, found)
+    return cpu_info, networks, tuple(found)
+
+
 def decode(row: NodeRow, previous: Decoded | None = None,
            history_window: float = 0.0,
            instance_window: float = 0.0,
@@ -239,17 +254,7 @@ def decode(row: NodeRow, previous: Decoded | None = None,
         entries = instance_entries.on_first_use(
             node, None if found_entries else row.instance_metrics,
             found=found_entries)
-    if (previous is not None and previous.text[1] == row.cpu_info
-            and previous.text[2] == row.networks):
-        # Reports change the metrics only: the node's description is
-        # decoded once per change of its own.
-        cpu_info, networks = previous.cpu_info, previous.networks
-        column_problems = previous.column_problems
-    else:
-        found: list[str] = []
-        cpu_info = decode_cpu_info(row.cpu_info, found)
-        networks = decode_networks(row.networks, found)
-        column_problems = tuple(found)
+    cpu_info, networks, column_problems = _description(row, previous)
     problems.extend(column_problems)
     instances = (_NO_INSTANCES if entries is None else
                  instance_metrics_mod.OnFirstUse(entries, node))

@@ -53,6 +53,13 @@ def columns(text: str, instance_found: list[Entry] | None = None
         entries = read_entries(text)
     except (msgspec.DecodeError, TypeError):
         return None
+    return _entries_columns(entries, instance_found)
+
+
+def _entries_columns(entries: list[Entry],
+                     instance_found: list[Entry] | None
+                     ) -> Columns | None:
+    """``columns`` of a report's parsed ``entries``."""
     unset = _UNSET
     # One pass over the entries, then the columns (zip in C).
     host = [(entry.name, entry.source, entry.value, entry.timestamp)
@@ -89,20 +96,36 @@ def columns(text: str, instance_found: list[Entry] | None = None
     return metrics, floats, instances
 
 
+#: Reports read at once at most: a refresh of most of a large fleet (an
+#: empty cache, a database back after an outage) holds their parsed
+#: entries and columns a chunk at a time.
+_CHUNK = 1024
+
+
 def refresh_columns(texts: Sequence[str]) -> list[Columns | None]:
     """``columns`` of the reports ``texts`` (a refresh's changed rows),
-    by position, for those it reads at once; None for the others, which
-    ``columns`` reads one by one (or ``decode`` entry by entry).
+    by position; None for those left to ``decode``: a text that does not
+    parse as entries, and a report holding instance entries (an agent
+    older than schema revision 0007: ``decode`` collects them for the
+    instance history).
 
-    Read at once: the reports of the same metrics, sources and value
-    types as each other, without instance entries, whose values are
-    doubles or ints a double holds exactly and whose entries share one
-    timestamp each (what one agent's reports look like). Their columns
-    are gathered over all of them, a pass per column, and checked with a
-    comparison each, where ``columns`` makes a tuple per entry and a
-    pass per report: a third of a report's read, most of it what is not
-    the parse.
+    Reports alike (the same metrics, sources and value types as each
+    other, whose values are doubles or ints a double holds exactly and
+    whose entries share one timestamp each: what one kind of agent
+    writes) are read at once: their columns gathered over all of them,
+    a pass per column, and checked with a comparison each, where
+    ``columns`` makes a tuple per entry and a pass per report (a third
+    of a report's read, most of it what is not the parse). The others
+    are read one by one from the same parse.
     """
+    found: list[Columns | None] = []
+    for start in range(0, len(texts), _CHUNK):
+        found.extend(_chunk_columns(texts[start:start + _CHUNK]))
+    return found
+
+
+def _chunk_columns(texts: Sequence[str]) -> list[Columns | None]:
+    """``refresh_columns`` of at most ``_CHUNK`` reports."""
     found: list[Columns | None] = [None] * len(texts)
     parsed: list[list[Entry]] = []
     positions: list[int] = []
@@ -112,9 +135,7 @@ def refresh_columns(texts: Sequence[str]) -> list[Columns | None]:
         except (msgspec.DecodeError, TypeError):
             continue
         positions.append(position)
-    if not parsed:
-        return found
-    if not _read_alike(parsed, positions, found):
+    if parsed and not _read_alike(parsed, positions, found):
         # Reports of several kinds of agent: each kind at once.
         groups: dict[tuple, tuple[list, list]] = {}
         for entries, position in zip(parsed, positions, strict=True):
@@ -126,6 +147,13 @@ def refresh_columns(texts: Sequence[str]) -> list[Columns | None]:
         for alike, at in groups.values():
             if len(alike) > 1:
                 _read_alike(alike, at, found)
+    for entries, position in zip(parsed, positions, strict=True):
+        if found[position] is None:
+            # Not parsed again by ``decode``, but for the rare reports
+            # it reads entry by entry, or for their instance entries.
+            read = _entries_columns(entries, None)
+            if read is not None and not read[2]:
+                found[position] = read
     return found
 
 

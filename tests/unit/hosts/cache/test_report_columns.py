@@ -91,28 +91,61 @@ def test_reports_of_two_kinds_of_agent_are_each_read_at_once():
     assert got == _one_by_one(texts)
 
 
-def test_the_irregular_report_among_alike_ones_is_left_to_itself():
+def test_an_irregular_report_among_alike_ones_is_read_alone():
     irregular = {
         "an int without an exact double": _report(memory=2**53 + 1),
-        "an instance entry": _report() + [
-            _entry("instance.cpu.percent", 5.0, instance="u1")],
         "a time of its own per metric": [
             _entry("cpu.percent", 1.0, STAMP),
             _entry("memory.free", 2**34, LATER)],
-        "not a date": _report(stamp="yesterday"),
-        "not JSON": None,
+        "a value of another type": _report(memory=2.5),
     }
     for what, entries in irregular.items():
-        odd = "[{" if entries is None else json.dumps(entries)
-        texts = [json.dumps(_report(cpu=1.0)), odd,
+        texts = [json.dumps(_report(cpu=1.0)), json.dumps(entries),
                  json.dumps(_report(cpu=2.0))]
         got = _at_once(texts)
-        assert got[1] is None, what
-        assert got[0] is not None and got[2] is not None, what
-        assert [got[0], got[2]] == _one_by_one([texts[0], texts[2]]), what
+        assert None not in got, what
+        assert got == _one_by_one(texts), what
+
+
+def test_reports_left_to_decode_are_the_unreadable_and_older_agents():
+    # decode reads them: it words what is wrong, and collects an older
+    # agent's instance entries for the instance history.
+    left = {
+        "an instance entry": _report() + [
+            _entry("instance.cpu.percent", 5.0, instance="u1")],
+        "not a date": _report(stamp="yesterday"),
+        "a name twice": _report() + [_entry("cpu.percent", 3.0)],
+    }
+    for what, entries in left.items():
+        texts = [json.dumps(_report(cpu=1.0)), json.dumps(entries),
+                 "[{", json.dumps(_report(cpu=2.0))]
+        got = _at_once(texts)
+        assert got[1] is None and got[2] is None, what
+        assert [got[0], got[3]] == _one_by_one([texts[0], texts[3]]), what
+
+
+def test_a_large_refresh_is_read_a_chunk_at_a_time(monkeypatch):
+    monkeypatch.setattr(report_columns, "_CHUNK", 3)
+    held_at_once = []
+    read_alike = report_columns._read_alike
+
+    def counting(parsed, positions, found):
+        held_at_once.append(len(found))
+        return read_alike(parsed, positions, found)
+
+    monkeypatch.setattr(report_columns, "_read_alike", counting)
+    texts = [json.dumps(_report(cpu=float(cpu))) for cpu in range(8)]
+    texts[4] = json.dumps(_report(memory=2**53 + 1))
+    got = _at_once(texts)
+    assert None not in got
+    assert got == _one_by_one(texts)
+    assert held_at_once == [3, 3, 2]
 
 
 def test_a_refresh_parses_each_report_once(count_json):
     texts = [json.dumps(_report(cpu=float(cpu))) for cpu in range(5)]
+    texts += [json.dumps(_report(memory=2.5)), json.dumps(
+        [_entry("cpu.percent", 1.0, STAMP),
+         _entry("memory.free", 2**34, LATER)])]
     report_columns.refresh_columns(texts)
     assert count_json == texts
