@@ -181,8 +181,8 @@ def _read_alike(parsed: list[list[Entry]], positions: list[int],
         floats = array("d", numbers)
     except OverflowError:
         return False
-    # Ints without an exact double, and entries of times of their own,
-    # are rare: their reports are read one by one.
+    # A report with an int without an exact double, or with times of
+    # its own per metric (one per monitor plugin), is read one by one.
     exact = int not in kinds or floats.tolist() == numbers
     texts = [entry.timestamp for entry in flat]
     firsts = texts[::width]
