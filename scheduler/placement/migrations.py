@@ -208,7 +208,7 @@ class MigrationStore:
 
 
 def migration_spec(instance: base.Instance, cluster: str | None,
-                    migration_uuid: str) -> RequestSpec:
+                   migration_uuid: str) -> RequestSpec:
     """The request the destination of a migration is scheduled with: the
     instance's size and group, the migration's uuid as the consumer."""
     return RequestSpec(

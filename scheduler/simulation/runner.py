@@ -183,9 +183,9 @@ class Simulation:
     def _schedule_ticks(self) -> None:
         interval = self.settings.report_interval
         self.phase_hosts = fleet_mod.report_phases(self.hosts)
-        self.phases = len(self.phase_hosts)
-        for phase in range(self.phases):
-            self._push(interval * (phase + 1) / self.phases, _REPORT, phase)
+        phases = len(self.phase_hosts)
+        for phase in range(phases):
+            self._push(interval * (phase + 1) / phases, _REPORT, phase)
         self._push(interval, _SAMPLE)
         self._push(0.0, _SLOT)
         self.balance_interval = self._balance_interval()

@@ -136,25 +136,35 @@ def _chunk_columns(texts: Sequence[str]) -> list[Columns | None]:
             continue
         positions.append(position)
     if parsed and not _read_alike(parsed, positions, found):
-        # Reports of several kinds of agent: each kind at once.
-        groups: dict[tuple, tuple[list, list]] = {}
-        for entries, position in zip(parsed, positions, strict=True):
-            group = groups.setdefault(
-                tuple((entry.name, entry.source, type(entry.value))
-                      for entry in entries), ([], []))
-            group[0].append(entries)
-            group[1].append(position)
-        for alike, at in groups.values():
-            if len(alike) > 1:
-                _read_alike(alike, at, found)
+        parsed, positions = _read_by_kind(parsed, positions, found)
     for entries, position in zip(parsed, positions, strict=True):
         if found[position] is None:
             # Not parsed again by ``decode``, but for the rare reports
-            # it reads entry by entry, or for their instance entries.
-            read = _entries_columns(entries, None)
-            if read is not None and not read[2]:
-                found[position] = read
+            # it reads entry by entry.
+            found[position] = _entries_columns(entries, None)
     return found
+
+
+def _read_by_kind(parsed: list[list[Entry]], positions: list[int],
+                  found: list[Columns | None]
+                  ) -> tuple[list[list[Entry]], list[int]]:
+    """``refresh_columns`` of reports of several kinds of agent: each
+    kind at once. Returns the reports still to be read one by one (with
+    their positions): not those holding instance entries, which
+    ``decode`` reads, to collect them for the instance history."""
+    groups: dict[tuple, tuple[list, list]] = {}
+    for entries, position in zip(parsed, positions, strict=True):
+        kind = tuple((entry.name, entry.source, type(entry.value),
+                      entry.instance is _UNSET) for entry in entries)
+        if all(of_host for *_, of_host in kind):
+            group = groups.setdefault(kind, ([], []))
+            group[0].append(entries)
+            group[1].append(position)
+    for alike, at in groups.values():
+        if len(alike) > 1:
+            _read_alike(alike, at, found)
+    return ([entries for alike, _ in groups.values() for entries in alike],
+            [position for _, at in groups.values() for position in at])
 
 
 def _read_alike(parsed: list[list[Entry]], positions: list[int],
