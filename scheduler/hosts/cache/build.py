@@ -106,6 +106,21 @@ def kept_row(row: NodeRow, keys: tuple | None = None) -> NodeRow:
     return _new_tuple(NodeRow, fields)
 
 
+def reusable_decoding(entry: Entry, kept: NodeRow) -> decode.Decoded | None:
+    """The cached decoding of a row whose JSON columns did not change;
+    ``kept``: the row as ``kept_row`` keeps it (its metrics and instance
+    entries as their ``metrics_key``).
+
+    The columns are compared (the metrics by ``metrics_key``), not the
+    change key: a full load is the safety net for a writer that changed
+    a row without moving its key.
+    """
+    if entry.decoded.text != (kept.metrics, kept.cpu_info, kept.networks,
+                              kept.instance_metrics):
+        return None
+    return entry.decoded
+
+
 class ReportedHost(DeferredHost):
     """The host state of a node whose changes since the cache last built
     its state were metrics reports alone, built when first read

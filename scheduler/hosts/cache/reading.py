@@ -33,6 +33,7 @@ from scheduler.hosts.cache.build import claims_by_node
 from scheduler.hosts.cache.build import kept_row
 from scheduler.hosts.cache.build import new_entry
 from scheduler.hosts.cache.build import reported_host
+from scheduler.hosts.cache.build import reusable_decoding
 from scheduler.hosts.column_functions import attribute_epoch
 from scheduler.hosts.expected_load import pending_cpu_fraction
 from scheduler.hosts.table import epoch
@@ -326,15 +327,12 @@ class RefreshReads:
             return {}, 0, {}
         by_node: dict[int, Sequence[AllocationRow]] = {
             **claims_by_node(allocations), **(kept_claims or {})}
-        entries = {}
-        kinds: dict[int, str] = {}
-        decoded_rows = 0
+        entries, kinds, decoded_rows = {}, {}, 0
         windows, ratios, pending_fraction = self._row_options()
         cached = self._entries.get
         slice_rows = host_queries.PACE_ROWS
         # A refresh reads all its reports at once; a full load reuses.
-        read = (None if reuse else report_columns.refresh_columns(
-            [row.metrics for row in rows]))
+        read = None if reuse else self._new_reports(rows)
         for index, row in enumerate(rows):
             if pace is not None and index % slice_rows == slice_rows - 1:
                 pace()
@@ -342,14 +340,16 @@ class RefreshReads:
             claims = tuple(by_node.get(node_id, ()))
             previous = cached(node_id)
             decoded = source = None
-            if reuse and previous is not None:
+            if previous is not None:
                 source = (kept_row(row), claims, ratios)
-                if previous.source == source:
+                if reuse and previous.source == source:
                     # Unchanged: the same object, so that the host table
                     # keeps its columns.
                     entries[node_id] = previous
                     continue
-                decoded = self._reusable(previous, source[0])
+                # A claim or a release moved the row, not a report: its
+                # decoding, and the node's history, stay.
+                decoded = reusable_decoding(previous, source[0])
             if decoded is None:
                 decoded = decode.decode(
                     row, previous and previous.decoded, *windows,
@@ -371,6 +371,20 @@ class RefreshReads:
                 decoded, source))
         return entries, decoded_rows, kinds
 
+    def _new_reports(self, rows: Sequence[NodeRow]
+                     ) -> list[report_columns.Columns | None]:
+        """``refresh_columns`` of the rows' reports the cache has not
+        read (new metrics texts), by position; None for the others."""
+        cached = self._entries.get
+        new = [index for index, row in enumerate(rows)
+               if (entry := cached(row.id)) is None
+               or entry.decoded.text[0] != decode.metrics_key(row.metrics)]
+        read: list[report_columns.Columns | None] = [None] * len(rows)
+        for index, columns in zip(new, report_columns.refresh_columns(
+                [rows[index].metrics for index in new]), strict=True):
+            read[index] = columns
+        return read
+
     def _row_options(self) -> tuple[tuple[float, float],
                                     tuple[float, float, float], float]:
         """The options a row's entry is built with (history windows,
@@ -383,18 +397,3 @@ class RefreshReads:
                 (opts.cpu_allocation_ratio, opts.ram_allocation_ratio,
                  opts.disk_allocation_ratio),
                 pending_cpu_fraction(self.conf))
-
-    @staticmethod
-    def _reusable(entry: Entry, kept: NodeRow) -> decode.Decoded | None:
-        """The cached decoding of a row whose JSON columns did not
-        change, on a full load; ``kept``: the row as ``kept_row`` keeps
-        it (its metrics and instance entries as their ``metrics_key``).
-
-        The columns are compared (the metrics by ``metrics_key``), not
-        the change key: a full load is the safety net for a writer that
-        changed a row without moving its key.
-        """
-        if entry.decoded.text != (kept.metrics, kept.cpu_info,
-                                  kept.networks, kept.instance_metrics):
-            return None
-        return entry.decoded

@@ -320,6 +320,25 @@ def test_full_refresh_reuses_unchanged_decodings(conf, engine, manager,
     assert states["h1"].metrics["cpu.percent"].value == 55.0
 
 
+def test_a_refresh_keeps_the_decoding_of_a_report_that_did_not_change(
+        engine, manager, count_json):
+    # A claim another process took (or a release) changes the node's row
+    # and not its report: the report is neither parsed nor added to the
+    # node's history again.
+    node = add_node(engine, "h0")
+    before = manager.host_states()[0]
+    history = before.metric_history
+    count_json.clear()
+    claim(engine, node)
+    after = manager.host_states()[0]
+    assert manager.last_refresh.rows_fetched == 1
+    assert manager.last_refresh.rows_decoded == 0
+    assert count_json == []
+    assert len(after.instances) == 1
+    assert after.metrics is before.metrics
+    assert after.metric_history is history
+
+
 def test_full_refresh_picks_up_new_conf_defaults(conf, engine, manager,
                                                  clock):
     conf.set_override("full_refresh_interval", 1, group="filter_scheduler")

@@ -97,14 +97,23 @@ def test_bad_metric_values_keep_the_node_and_warn_once_per_change(
         manager.host_states()
     assert warnings_of(caplog) == []
 
-    # Changed (a claim), still bad: warned again, once.
+    # The row changed (a claim), its report did not: not warned again.
     claim(engine, node)
+    with caplog.at_level(logging.WARNING):
+        manager.host_states()
+    assert warnings_of(caplog) == []
+    assert by_host(manager.host_states())["bad"].instances
+
+    # A new report, still bad: warned again, once.
+    entries[0] = {**good, "value": 13.5}
+    update_node(engine, node, metrics=json.dumps(entries))
     with caplog.at_level(logging.WARNING):
         manager.host_states()
         manager.host_states()
     assert len(warnings_of(caplog)) == 1
-    assert set(by_host(manager.host_states())["bad"].metrics) == \
-        {"cpu.percent"}
+    bad = by_host(manager.host_states())["bad"]
+    assert set(bad.metrics) == {"cpu.percent"}
+    assert bad.metrics["cpu.percent"].value == 13.5
 
 
 @pytest.mark.parametrize("text, problem", [
