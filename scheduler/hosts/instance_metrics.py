@@ -40,7 +40,7 @@ def decode(entries: Iterable[dict], problems: list[str]
            ) -> dict[str, dict[str, hm.Metric]]:
     """The valid instance entries by instance uuid and name; what is
     malformed is left out and described in ``problems``, which the host
-    manager logs once per change of the row."""
+    manager logs once per change of the row's JSON columns."""
     found: dict[str, dict[str, hm.Metric]] = {}
     stamps: dict[str, datetime.datetime] = {}
     for entry in entries:

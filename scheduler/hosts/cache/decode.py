@@ -225,8 +225,9 @@ def decode(row: NodeRow, previous: Decoded | None = None,
            columns: report_columns.Columns | None = None) -> Decoded:
     """Decode the JSON columns; what is malformed is left out and logged.
 
-    Only rows that changed are decoded, so the warning appears once per
-    change of a bad row rather than once per scheduling request.
+    Only rows whose JSON columns changed are decoded, so the warning
+    appears once per change of a bad report rather than once per
+    scheduling request or claim.
     ``previous``: the row's last decoding, whose ``cpu_info`` and
     ``networks`` are kept when their text did not change, and whose
     report history this report is added to (``history_window`` seconds
