@@ -100,8 +100,6 @@ NODES_AFTER = select(NODES, NodeRow).where(
     NODES.c.changed_at > sa.bindparam("after"))
 NODES_BY_ID = select(NODES, NodeRow).where(
     NODES.c.id.in_(sa.bindparam("ids", expanding=True)))
-ALLOCATIONS_BY_NODE = select(ALLOCATIONS, AllocationRow).where(
-    ALLOCATIONS.c.compute_node_id.in_(sa.bindparam("ids", expanding=True)))
 WINDOW_PROBE = sa.select(
     sa.func.count(),
     sa.func.coalesce(sa.func.sum(NODES.c.generation), 0)).where(
@@ -161,3 +159,33 @@ def scan_after(connection: sa.Connection, after: datetime.datetime,
     return Scan([_as_node(row[:_FIELDS]) for row in rows
                  if row[0] is not None],
                 tuple(rows[0][_FIELDS:]) if rows else (None,) * len(probes))
+
+
+#: ``AllocationRow._make`` without its frame, as ``_as_node``.
+_as_allocation = functools.partial(tuple.__new__, AllocationRow)
+#: ``claims_on``'s statements, by the number of node ids they take.
+_claims_statements: dict[int, DriverStatement] = {}
+
+
+def claims_on(connection: sa.Connection,
+              node_ids: Sequence[int]) -> list[AllocationRow]:
+    """The allocation rows of ``node_ids`` (some, at most
+    ``tables.IN_CHUNK``), on the driver's cursor: a statement for each
+    power of two of ids, compiled once, the last id repeated up to it.
+    Through ``Connection.execute``, an expanding ``IN`` rendered and
+    compiled the statement at every call, and the result layer built
+    its rows: two thirds of a refresh's CPU after other workers claimed
+    on a few of its nodes (``tools/bench_other_claims.py``)."""
+    size = 1 << (len(node_ids) - 1).bit_length()
+    statement = _claims_statements.get(size)
+    if statement is None:
+        # Two threads building one at once build the same.
+        statement = _claims_statements[size] = DriverStatement(
+            select(ALLOCATIONS, AllocationRow).where(
+                ALLOCATIONS.c.compute_node_id.in_(
+                    [sa.bindparam(f"node_{index}", type_=sa.Integer)
+                     for index in range(size)])), _as_allocation)
+    last = node_ids[-1]
+    return statement.rows(connection, {
+        f"node_{index}": node_ids[index] if index < len(node_ids) else last
+        for index in range(size)})

@@ -180,9 +180,7 @@ class RefreshReads:
                    if node_id not in kept_claims]
         allocations: list[AllocationRow] = []
         for chunk in tables.chunks(claimed):
-            allocations.extend(host_queries.fetch(
-                connection, host_queries.ALLOCATIONS_BY_NODE, AllocationRow,
-                ids=list(chunk)))
+            allocations.extend(host_queries.claims_on(connection, chunk))
         entries, decoded, kinds = self._build_entries(
             rows, allocations, reuse=False, kept_claims=kept_claims)
         return Changes(

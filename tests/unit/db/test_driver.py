@@ -2,16 +2,20 @@
 
 import datetime
 import inspect
+import uuid
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from scheduler.claims import Usage
+from scheduler.claims.store import Claims
 from scheduler.db import claim_sql
 from scheduler.db import driver
 from scheduler.db import host_queries
 from scheduler.db import policy_sql
 from scheduler.db.driver import DriverStatement
+from scheduler.db.tables import ALLOCATIONS
 from scheduler.db.tables import NODES
 from scheduler.db.tables import POLICY_GENERATION
 from tests.fakes import add_node
@@ -107,6 +111,26 @@ def test_errors_are_wrapped_as_sqlalchemy_wraps_them(engine):
         assert not raised.value.connection_invalidated
         # The connection stays usable.
         assert connection.execute(sa.select(sa.literal(1))).scalar() == 1
+
+
+@pytest.mark.parametrize("asked", [1, 2, 3, 5])
+def test_claims_on_nodes_are_their_allocation_rows(scheduler_config, engine,
+                                                   asked):
+    nodes = [add_node(engine, name) for name in "abcde"]
+    store = Claims(scheduler_config)
+    for count, node in enumerate(nodes):
+        for _ in range(count % 3):
+            store.claim(node, str(uuid.uuid4()), Usage(1, 256, 1))
+    wanted = nodes[:asked]
+    with engine.connect() as connection:
+        expected = [host_queries.AllocationRow._make(row) for row
+                    in connection.execute(host_queries.select(
+                        ALLOCATIONS, host_queries.AllocationRow).where(
+                        ALLOCATIONS.c.compute_node_id.in_(wanted)))]
+        got = host_queries.claims_on(connection, wanted)
+    assert sorted(got) == sorted(expected)
+    assert len(got) == sum(count % 3 for count in range(asked))
+    assert all(isinstance(row.created_at, datetime.datetime) for row in got)
 
 
 def test_expanding_parameters_are_refused(engine):
