@@ -39,6 +39,8 @@ from scheduler.hosts.expected_load import pending_cpu_fraction
 from scheduler.hosts.table import epoch
 
 LOG = logging.getLogger(__name__)
+#: A row whose report the cache holds decoded (``_new_reports``).
+_KEPT = object()
 
 
 @dataclasses.dataclass
@@ -338,7 +340,8 @@ class RefreshReads:
             claims = tuple(by_node.get(node_id, ()))
             previous = cached(node_id)
             decoded = source = None
-            if previous is not None:
+            columns = read and read[index]
+            if previous is not None and (reuse or columns is _KEPT):
                 source = (kept_row(row), claims, ratios)
                 if reuse and previous.source == source:
                     # Unchanged: the same object, so that the host table
@@ -351,7 +354,7 @@ class RefreshReads:
             if decoded is None:
                 decoded = decode.decode(
                     row, previous and previous.decoded, *windows,
-                    read and read[index])
+                    None if columns is _KEPT else columns)
                 decoded_rows += 1
             if source is None:  # the decoding's key: not hashed again
                 source = (kept_row(row, decoded.text), claims, ratios)
@@ -369,15 +372,14 @@ class RefreshReads:
                 decoded, source))
         return entries, decoded_rows, kinds
 
-    def _new_reports(self, rows: Sequence[NodeRow]
-                     ) -> list[report_columns.Columns | None]:
+    def _new_reports(self, rows: Sequence[NodeRow]) -> list:
         """``refresh_columns`` of the rows' reports the cache has not
-        read (new metrics texts), by position; None for the others."""
-        cached = self._entries.get
+        read (new metrics texts), by position; ``_KEPT`` for the others."""
+        entries = self._entries
         new = [index for index, row in enumerate(rows)
-               if (entry := cached(row.id)) is None
+               if (entry := entries.get(row.id)) is None
                or entry.decoded.text[0] != decode.metrics_key(row.metrics)]
-        read: list[report_columns.Columns | None] = [None] * len(rows)
+        read = [_KEPT] * len(rows)
         for index, columns in zip(new, report_columns.refresh_columns(
                 [rows[index].metrics for index in new]), strict=True):
             read[index] = columns
