@@ -18,6 +18,7 @@ in ``tests/unit/conftest.py``.
 
 import contextlib
 import datetime
+import importlib.util
 import logging
 import random
 import sys
@@ -187,3 +188,17 @@ def exceptions_at_warnings(logger: str) -> Iterator[list]:
         yield seen
     finally:
         logging.getLogger(logger).removeHandler(handler)
+
+
+#: The repository's tools/ directory (benchmarks, run as scripts).
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
+
+
+def load_tool(monkeypatch, name: str):
+    """The module of ``tools/<name>.py``, with tools/ on ``sys.path`` for
+    the tool's own imports of its neighbours (as when run as a script)."""
+    monkeypatch.syspath_prepend(str(TOOLS))
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

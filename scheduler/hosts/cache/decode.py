@@ -58,13 +58,12 @@ class Decoded(NamedTuple):
 
 def metrics_key(text: str) -> tuple[int, int]:
     """What the cache keeps of a row's metrics text: its length and hash,
-    enough for a full load to tell whether a row changed without moving
-    its change key. The text itself is most of a host's memory (a report
-    is a few KB), and what the cache needs of it is decoded. Two texts
-    of one length and one 64-bit hash would be taken for the same: the
-    full load is the safety net for a writer that did not move the
-    change key, and a collision there costs one row's metrics until its
-    next report.
+    enough to tell whether a changed row holds a new report (a refresh)
+    or whether a row changed without moving its change key (a full
+    load). The text itself is most of a host's memory (a report is a few
+    KB), and what the cache needs of it is decoded. Two texts of one
+    length and one 64-bit (keyed) hash would be taken for the same: a
+    collision costs one row's metrics until its next report.
     """
     return len(text), hash(text)
 
@@ -226,7 +225,7 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     """Decode the JSON columns; what is malformed is left out and logged.
 
     Only rows whose JSON columns changed are decoded, so the warning
-    appears once per change of a bad report rather than once per
+    appears once per change of those columns rather than once per
     scheduling request or claim.
     ``previous``: the row's last decoding, whose ``cpu_info`` and
     ``networks`` are kept when their text did not change, and whose

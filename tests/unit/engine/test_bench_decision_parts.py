@@ -1,25 +1,15 @@
 """tools/bench_decision_parts.py: the round trips a decision sends are
 counted on every engine it uses, and a bare one is timed."""
 
-import importlib.util
-import os
-
 import pytest
 import sqlalchemy as sa
 
-TOOLS = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
-                     os.pardir, "tools")
+from tests.fakes import load_tool
 
 
 @pytest.fixture
 def tool(monkeypatch):
-    monkeypatch.syspath_prepend(TOOLS)
-    spec = importlib.util.spec_from_file_location(
-        "bench_decision_parts",
-        os.path.join(TOOLS, "bench_decision_parts.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool(monkeypatch, "bench_decision_parts")
 
 
 def test_round_trips_counts_statements_and_commits_of_each_engine(tool):

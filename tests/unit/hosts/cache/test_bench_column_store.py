@@ -2,28 +2,20 @@
 holds what the host cache holds, beside which it is measured."""
 
 import datetime
-import importlib.util
 import json
-import os
 import sys
 
 import pytest
 
 from scheduler.db.host_queries import NodeRow
+from tests.fakes import load_tool
 
-TOOLS = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
-                     os.pardir, os.pardir, "tools")
 T0 = datetime.datetime(2030, 1, 1)
 
 
 @pytest.fixture
 def tool(monkeypatch):
-    monkeypatch.syspath_prepend(TOOLS)
-    spec = importlib.util.spec_from_file_location(
-        "bench_column_store", os.path.join(TOOLS, "bench_column_store.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool(monkeypatch, "bench_column_store")
 
 
 def _row(node: int, at: datetime.datetime, cpu: float) -> NodeRow:

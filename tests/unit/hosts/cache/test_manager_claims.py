@@ -325,9 +325,11 @@ def test_a_refresh_keeps_the_decoding_of_a_report_that_did_not_change(
     # A claim another process took (or a release) changes the node's row
     # and not its report: the report is neither parsed nor added to the
     # node's history again.
-    node = add_node(engine, "h0")
+    node = add_node(engine, "h0", metrics=metrics_json(
+        models.utcnow(), cpu_percent=10.0, memory_free=2.0 ** 30))
     before = manager.host_states()[0]
     history = before.metric_history
+    assert history.reports("cpu.percent") == 1
     count_json.clear()
     claim(engine, node)
     after = manager.host_states()[0]
@@ -337,6 +339,7 @@ def test_a_refresh_keeps_the_decoding_of_a_report_that_did_not_change(
     assert len(after.instances) == 1
     assert after.metrics is before.metrics
     assert after.metric_history is history
+    assert history.reports("cpu.percent") == 1
 
 
 def test_full_refresh_picks_up_new_conf_defaults(conf, engine, manager,
