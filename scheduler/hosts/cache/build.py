@@ -115,10 +115,8 @@ def reusable_decoding(entry: Entry, kept: NodeRow) -> decode.Decoded | None:
     change key: a full load is the safety net for a writer that changed
     a row without moving its key.
     """
-    text = entry.decoded.text
-    if text[0] != kept.metrics or text != (kept.metrics, kept.cpu_info,
-                                           kept.networks,
-                                           kept.instance_metrics):
+    if entry.decoded.text != (kept.metrics, kept.cpu_info, kept.networks,
+                              kept.instance_metrics):
         return None
     return entry.decoded
 
