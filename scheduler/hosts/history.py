@@ -2,22 +2,19 @@
 time, over the last ``[metrics] history_window`` (plugin API, read-only).
 
 The host cache appends a node's metrics when a decoded report carries a
-newer timestamp for them (``appended``), and hands the result to the
-node's next ``HostState`` as ``metric_history``. A history is never
-changed, only replaced: host states built from older reports keep
-theirs (one holding reports back adds them to itself when first read,
-which changes nothing it answers). Each metric's reports are records
-of four doubles: timestamp (seconds since 1970), value, and the running
-sum and sum of squares of the values: 32 bytes per report and metric.
-Appended through ``appended_report`` (the host cache's reports), all
-metrics' records are one block of rows, one array per node
+newer timestamp for them, and hands the result to the node's next
+``HostState`` as ``metric_history``. A history is never changed, only
+replaced (one holding reports back adds them to itself when first read,
+which changes nothing it answers). Each metric's reports are records of
+four doubles: timestamp (seconds since 1970), value, and the running sum
+and sum of squares of the values. Appended through ``appended_report``
+(the host cache's reports), all metrics' records are one block of rows
 (``history_block``); else, and while the metrics hold different numbers
-of reports, one array per metric, about 250 bytes more per metric
-(docs/operator-guide.md, "Load-aware weighing"). A report of the
-block's metrics is held back (``appended_report``), with up to
-``DEFERRED_REPORTS`` of them, and added to the block in one pass when
-the history is first read or the batch is full: most versions are never
-read.
+of reports, one array per metric (docs/operator-guide.md, "Load-aware
+weighing"). A report of the block's metrics is held back, with up to
+``DEFERRED_REPORTS`` of them, and added in one pass when the history is
+first read or the batch is full (a refresh's full batches in one pass
+for all: ``settle_together``): most versions are never read.
 """
 
 import datetime
@@ -34,9 +31,7 @@ from scheduler.hosts import history_window
 from scheduler.hosts.history_block import MAX_REPORTS
 
 #: Doubles per held report: time, value, running sum, running sum of
-#: squares; in one array per metric rather than one of (time, value)
-#: pairs and one of sums: the cache holds 20 metrics of every host, and
-#: an array object and its dict entry cost more than a report's values.
+#: squares (one array per metric: an array costs more than its values).
 _RECORD = history_block.RECORD
 #: Reports a history holds back at most (``appended_report``): a pass
 #: adding 16 costs about what 5 cost added one by one, and they are
@@ -61,16 +56,12 @@ class MetricHistory:
     def __init__(self, series: dict[str, array] | None = None,
                  layout: history_block.Layout | None = None,
                  block: array | None = None):
-        # One array of records per metric (``_RECORD`` doubles: time,
-        # value, running sum and sum of squares), taken over, not copied:
-        # only ``appended_readings`` builds them; plugins start from
-        # ``EMPTY`` and append, never construct one. The running sums
-        # give a window's mean and stddev in constant time: an instance
-        # history of 6 h holds 360 reports, and each report of a node
-        # asks them for every instance on it. Or, from
-        # ``appended_report``, the same records as one ``block`` of rows
-        # of the metrics of ``layout`` (``history_block``).
-        # (No dict of series for a block: 64 bytes a host.)
+        # One array of records per metric, taken over, not copied: only
+        # ``appended_readings`` builds them; plugins start from ``EMPTY``
+        # and append. The running sums give a window's mean and stddev in
+        # constant time (an instance history of 6 h holds 360 reports).
+        # Or, from ``appended_report``, the same records as one ``block``
+        # of rows of the metrics of ``layout`` (``history_block``).
         self._series: dict[str, array] | None = (
             {} if series is None and block is None else series)
         self._layout = layout
@@ -81,11 +72,12 @@ class MetricHistory:
         self._memo: dict[tuple[str, str, float],
                          float | tuple[float, float] | None] | None = None
         #: Reports held back (``appended_report``): (the history they
-        #: follow, the window, their times, their values); None once
-        #: added.
+        #: follow, the window, their times, their values, the layout
+        #: they are of); None once added.
         self._deferred: tuple[MetricHistory, float,
                               tuple[float | tuple[float, ...], ...],
-                              tuple[Sequence[float], ...]] | None = None
+                              tuple[Sequence[float], ...],
+                              history_block.Layout] | None = None
 
     def _settle(self) -> None:
         """Add the reports held back to the history they follow: all at
@@ -95,11 +87,13 @@ class MetricHistory:
         deferred = self._deferred
         if deferred is None:
             return
-        base, window, times, rows = deferred
-        layout = base._layout
+        base, window, times, rows, layout = deferred
+        if base._deferred is not None:  # left to ``settle_together``
+            base._settle()
         block = (history_block.appended_rows(base._block, layout.width,
                                              times, rows, window)
-                 if len(times) > _ONE_BY_ONE else None)
+                 if len(times) > _ONE_BY_ONE and base._layout is layout
+                 else None)
         if block is not None:
             settled = MetricHistory(None, layout, block)
         else:
@@ -246,7 +240,9 @@ class MetricHistory:
 
     def appended_report(self, names: tuple[str, ...],
                         times: Sequence[float], values: Sequence[float],
-                        window: float) -> "MetricHistory":
+                        window: float,
+                        unsettled: list["MetricHistory"] | None = None
+                        ) -> "MetricHistory":
         """``appended_readings`` of one report given as columns: the
         metric ``names`` (one tuple object for every report of the same
         metrics, in the same order), each one's time (epoch seconds) and
@@ -261,27 +257,37 @@ class MetricHistory:
         in one pass when the history is first read or the next is due.
         Most versions are never read (a windowed statistic is asked of
         a host now and then, a report comes every minute), and a block
-        copied per report was most of a report's cost in the cache."""
+        copied per report was most of a report's cost in the cache.
+
+        ``unsettled``: where a history whose batch this report finds
+        full goes, its reports added later, with others', by
+        ``settle_together`` (a refresh's); None: added now."""
         deferred = self._deferred
         held_back = (type(values) is array and values.typecode == "d"
                      and window > 0
                      and len(values) == len(times) == len(names))
         if deferred is not None:
-            base, held_window, waiting, rows = deferred
-            held = base._layout.names
+            base, held_window, waiting, rows, layout = deferred
+            held = layout.names
             if (held_back and held_window == window
-                    and len(rows) < DEFERRED_REPORTS
                     and (names is held or names == held)):
-                return _deferring(
-                    base, window,
-                    (*waiting, history_block.held_times(times)),
-                    (*rows, values))
+                if len(rows) < DEFERRED_REPORTS:
+                    return _deferring(
+                        base, window,
+                        (*waiting, history_block.held_times(times)),
+                        (*rows, values), layout)
+                if unsettled is not None:
+                    unsettled.append(self)
+                    return _deferring(
+                        self, window, (history_block.held_times(times),),
+                        (values,), layout)
             self._settle()
         layout = self._layout
         if (held_back and layout is not None
                 and (names is layout.names or names == layout.names)):
             return _deferring(self, window,
-                              (history_block.held_times(times),), (values,))
+                              (history_block.held_times(times),), (values,),
+                              layout)
         return self._appended_now(names, times, values, window)
 
     def _appended_now(self, names: tuple[str, ...],
@@ -324,43 +330,10 @@ class MetricHistory:
         that form, 20 or more of them a report."""
         if self._deferred is not None:
             self._settle()
-        series: dict[str, array] = {}
         held_series = (self._series if self._layout is None else
                        history_block.unpacked(self._layout, self._block))
-        # A history at MAX_REPORTS drops one more report than the window.
-        full = _RECORD * MAX_REPORTS
-        for name, (when, value) in readings.items():
-            held = held_series.get(name)
-            if held is None:
-                # 0.0 + value, as a running sum from zero gives (-0.0).
-                series[name] = array("d", (when, value, 0.0 + value,
-                                           value * value))
-                continue
-            if when <= held[-_RECORD]:
-                series[name] = held
-                continue
-            # The two common cases inline (this runs for every metric of
-            # every report): nothing leaves the window, or its oldest.
-            cutoff = when - window
-            if held[0] > cutoff:
-                start = 0
-            elif len(held) > _RECORD and cutoff < held[_RECORD]:
-                start = _RECORD
-            else:
-                start = _RECORD * history_window.first_after(
-                    held, 0, _RECORD, cutoff)
-            if len(held) - start >= full:
-                start = len(held) + _RECORD - full
-            records = held[start:]
-            # fromlist, not extend: array.extend of a tuple goes item by
-            # item through the generic iterator, twice fromlist's cost.
-            if records:
-                records.fromlist([when, value, records[-2] + value,
-                                  records[-1] + value * value])
-            else:
-                records.fromlist([when, value, 0.0 + value, value * value])
-            series[name] = records
-        return MetricHistory(series)
+        return MetricHistory(history_window.appended_series(
+            held_series, readings, window, MAX_REPORTS))
 
     def nbytes(self) -> int:
         """Bytes the held values take (not counting Python overhead)."""
@@ -374,14 +347,52 @@ class MetricHistory:
 
 def _deferring(base: MetricHistory, window: float,
                times: tuple[float | tuple[float, ...], ...],
-               rows: tuple[Sequence[float], ...]) -> MetricHistory:
-    """A history of ``base`` with reports held back
+               rows: tuple[Sequence[float], ...],
+               layout: history_block.Layout) -> MetricHistory:
+    """A history of ``base`` with reports of ``layout`` held back
     (``appended_report``)."""
     history = _new_history(MetricHistory)
     history._series = history._layout = history._block = None
     history._memo = None
-    history._deferred = (base, window, times, rows)
+    history._deferred = (base, window, times, rows, layout)
     return history
+
+
+def settle_together(histories: Sequence[MetricHistory]) -> None:
+    """Add the reports ``histories`` hold back to the blocks they
+    follow: those of one layout, window and shape in one pass
+    (``history_block.appended_rows_together``), the others as a reader
+    would (``_settle``). The same histories as one by one, to the bit."""
+    alike: dict[tuple, list[MetricHistory]] = {}
+    for history in histories:
+        deferred = history._deferred
+        if deferred is None:
+            continue
+        base, window, times, _rows, layout = deferred
+        if (base._deferred is None and base._layout is layout
+                and len(times) > _ONE_BY_ONE
+                and all(type(when) is float for when in times)):
+            alike.setdefault((layout, window, len(base._block), len(times)),
+                             []).append(history)
+        else:
+            history._settle()
+    for (layout, window, _size, _count), group in alike.items():
+        if len(group) == 1:
+            group[0]._settle()
+            continue
+        held = [history._deferred for history in group]
+        blocks = history_block.appended_rows_together(
+            [base._block for base, *_ in held], layout.width,
+            [times for _, _, times, _, _ in held],
+            [rows for *_, rows, _ in held], window)
+        for history, block in zip(group, blocks, strict=True):
+            if block is None:
+                history._settle()
+            else:
+                history._series, history._layout = None, layout
+                history._block = block
+                # Last: a reader finding it gone finds the rest set.
+                history._deferred = None
 
 
 #: The history of a node never reported.

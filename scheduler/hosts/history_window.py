@@ -4,9 +4,11 @@
 import bisect
 import math
 from array import array
+from collections.abc import Mapping
 from collections.abc import Sequence
 
 from scheduler.conf import metric_stat
+from scheduler.hosts.history_block import RECORD
 
 
 def statistic(stat: str, values: Sequence[float]) -> float:
@@ -67,3 +69,47 @@ def moments(records: array, offset: int, stride: int,
     squares = records[newest + 3] - (records[start + 3] - first * first)
     mean = total / count
     return mean, math.sqrt(max(squares / count - mean * mean, 0.0))
+
+
+def appended_series(held_series: Mapping[str, array],
+                    readings: Mapping[str, tuple[float, float]],
+                    window: float, cap: int) -> dict[str, array]:
+    """The per-metric arrays of records of ``held_series`` with
+    ``readings`` (``(epoch seconds, value)`` by name) added where newer
+    than what is held, records older than ``window`` before the newest
+    dropped and at most ``cap`` kept; metrics not in ``readings`` are
+    dropped."""
+    series: dict[str, array] = {}
+    # A history at the cap drops one more report than the window.
+    full = RECORD * cap
+    for name, (when, value) in readings.items():
+        held = held_series.get(name)
+        if held is None:
+            # 0.0 + value, as a running sum from zero gives (-0.0).
+            series[name] = array("d", (when, value, 0.0 + value,
+                                       value * value))
+            continue
+        if when <= held[-RECORD]:
+            series[name] = held
+            continue
+        # The two common cases inline (this runs for every metric of
+        # every report): nothing leaves the window, or its oldest.
+        cutoff = when - window
+        if held[0] > cutoff:
+            start = 0
+        elif len(held) > RECORD and cutoff < held[RECORD]:
+            start = RECORD
+        else:
+            start = RECORD * first_after(held, 0, RECORD, cutoff)
+        if len(held) - start >= full:
+            start = len(held) + RECORD - full
+        records = held[start:]
+        # fromlist, not extend: array.extend of a tuple goes item by
+        # item through the generic iterator, twice fromlist's cost.
+        if records:
+            records.fromlist([when, value, records[-2] + value,
+                              records[-1] + value * value])
+        else:
+            records.fromlist([when, value, 0.0 + value, value * value])
+        series[name] = records
+    return series

@@ -187,11 +187,12 @@ def _parsed_instances(row: NodeRow, in_metrics: bool,
 
 
 def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
-             floats: array | None, window: float
+             floats: array | None, window: float,
+             unsettled: list[history_mod.MetricHistory] | None
              ) -> history_mod.MetricHistory:
     """The node's report history with this report's ``metrics`` added: a
     column at a time when the report was well formed (``floats``: its
-    values as floats, else None)."""
+    values as floats, else None); ``unsettled``: see ``decode``."""
     held = previous.history if previous is not None else history_mod.EMPTY
     if floats is None:
         return held.appended(metrics, window)
@@ -200,7 +201,7 @@ def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
         times: Sequence[float] = (epoch(stamps),) * len(names)
     else:
         times = history_block.epochs(stamps)
-    return held.appended_report(names, times, floats, window)
+    return held.appended_report(names, times, floats, window, unsettled)
 
 
 def _description(row: NodeRow, previous: Decoded | None
@@ -221,7 +222,9 @@ def _description(row: NodeRow, previous: Decoded | None
 def decode(row: NodeRow, previous: Decoded | None = None,
            history_window: float = 0.0,
            instance_window: float = 0.0,
-           columns: report_columns.Columns | None = None) -> Decoded:
+           columns: report_columns.Columns | None = None,
+           unsettled: list[history_mod.MetricHistory] | None = None
+           ) -> Decoded:
     """Decode the JSON columns; what is malformed is left out and logged.
 
     Only rows whose JSON columns changed are decoded, so the warning
@@ -233,7 +236,9 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     of it kept, and ``instance_window`` of its instances' when not 0).
     ``columns``: the report's, when the refresh read them already
     (``report_columns.refresh_columns``; a report without instance
-    entries).
+    entries). ``unsettled``: where histories whose held-back reports are
+    to be added later go (``MetricHistory.appended_report``), for the
+    caller's ``history.settle_together``.
     """
     problems: list[str] = []
     in_report: list[report_columns.Entry] | None = (
@@ -263,7 +268,7 @@ def decode(row: NodeRow, previous: Decoded | None = None,
         (metrics_key(row.metrics), row.cpu_info, row.networks,
          instances_key(row.instance_metrics)), metrics,
         bad_metrics, instances, cpu_info, networks, column_problems,
-        _history(previous, metrics, floats, history_window),
+        _history(previous, metrics, floats, history_window, unsettled),
         instance_entries.instance_history(
             previous.instance_history if previous is not None
             else history_mod.EMPTY, instances, readings, instance_window))

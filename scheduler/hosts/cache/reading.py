@@ -24,6 +24,7 @@ from scheduler.db.host_queries import AllocationRow
 from scheduler.db.host_queries import KeyRow
 from scheduler.db.host_queries import NodeRow
 from scheduler.hosts import change_kinds
+from scheduler.hosts import history
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache import report_columns
 from scheduler.hosts.cache.build import Entry
@@ -230,12 +231,10 @@ class RefreshReads:
         watermark.
 
         Every writer bumps ``generation``, so a late change moves the
-        sum. Comparing two numbers spares a scan of every row of the
-        window, which at a monitor interval of a minute holds a sixth of
-        the fleet for the default overlap; checking once a second spares
-        the sum over the window on every request. A late change is seen
-        within the second, and a claim is checked against the database
-        anyway.
+        sum: two numbers compared spare a scan of the window's rows (a
+        sixth of the fleet at the default overlap); checked once a
+        second, not at every request. A late change is seen within the
+        second, and a claim is checked against the database anyway.
         """
         if (self._window_checked is not None
                 and now - self._window_checked < WINDOW_CHECK_INTERVAL):
@@ -331,8 +330,9 @@ class RefreshReads:
         windows, ratios, pending_fraction = self._row_options()
         cached = self._entries.get
         slice_rows = host_queries.PACE_ROWS
-        # A refresh reads all its reports at once; a full load reuses.
-        read = None if reuse else self._new_reports(rows)
+        # A refresh reads all its reports at once (and adds them to the
+        # histories whose batch is full at once); a full load reuses.
+        read, unsettled = None if reuse else self._new_reports(rows), []
         for index, row in enumerate(rows):
             if pace is not None and index % slice_rows == slice_rows - 1:
                 pace()
@@ -354,7 +354,7 @@ class RefreshReads:
             if decoded is None:
                 decoded = decode.decode(
                     row, previous and previous.decoded, *windows,
-                    None if columns is _KEPT else columns)
+                    None if columns is _KEPT else columns, unsettled)
                 decoded_rows += 1
             if source is None:  # the decoding's key: not hashed again
                 source = (kept_row(row, decoded.text), claims, ratios)
@@ -370,6 +370,7 @@ class RefreshReads:
                     same_claims and base_state(same_claims),
                     pending_fraction),
                 decoded, source))
+        history.settle_together(unsettled)
         return entries, decoded_rows, kinds
 
     def _new_reports(self, rows: Sequence[NodeRow]) -> list:

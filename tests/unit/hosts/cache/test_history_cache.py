@@ -2,10 +2,13 @@
 
 import datetime
 import json
+from unittest import mock
 
 import pytest
 
 from scheduler.db import models
+from scheduler.hosts import history
+from scheduler.hosts import history_block
 from scheduler.hosts import instance_metrics
 from tests.unit.hosts.cache.fakes import NODES
 from tests.unit.hosts.cache.fakes import add_node
@@ -36,6 +39,30 @@ def test_reports_accumulate_within_the_window(conf, engine, manager):
     assert host.metric_since("cpu.percent:mean:1h", None) == 60.0
     assert host.metric_since("cpu.percent:max:1h", None) == 80.0
     assert host.metric_since("cpu.percent:mean:90s", None) == 70.0
+
+
+def test_a_refresh_adds_the_full_batches_of_its_nodes_in_one_pass(
+        conf, engine, manager):
+    start = models.utcnow() - 30 * MINUTE
+    nodes = [add_node(engine, name, when=start) for name in "abc"]
+    manager.host_states()
+    with mock.patch.object(history_block, "appended_rows_together",
+                           wraps=history_block.appended_rows_together
+                           ) as together:
+        for minute in range(1, history.DEFERRED_REPORTS + 2):
+            for node in nodes:
+                report(engine, node, start + minute * MINUTE,
+                       cpu_percent=float(minute + node),
+                       memory_free=8 * 1024 ** 3)
+            hosts = manager.host_states()
+    # The 17th report found each node's batch full: their 16 reports
+    # went in in one pass, as the refresh read the three.
+    assert together.call_count == 1
+    assert len(together.call_args.args[0]) == 3
+    for host in hosts:
+        assert host.metric_history.reports("cpu.percent") == 18
+        assert host.metric_since("cpu.percent:max:1h", None) == float(
+            history.DEFERRED_REPORTS + 1 + host.node_id)
 
 
 def test_a_claim_keeps_the_history_and_adds_its_pending_share(
