@@ -7,18 +7,20 @@ newer timestamp for them, and hands the result to the node's next
 replaced (one holding reports back adds them to itself when first read,
 which changes nothing it answers). Each metric's reports are records of
 four doubles: timestamp (seconds since 1970), value, and the running sum
-and sum of squares of the values. Appended through ``appended_report``
-(the host cache's reports), all metrics' records are one block of rows
-(``history_block``); else, and while the metrics hold different numbers
-of reports, one array per metric (docs/operator-guide.md, "Load-aware
-weighing"). A report of the block's metrics is held back, with up to
-``DEFERRED_REPORTS`` of them, and added in one pass when the history is
-first read or the batch is full (a refresh's full batches in one pass
-for all: ``settle_together``): most versions are never read.
+and sum of squares of the values, 32 bytes. Appended through
+``appended_report`` (the host cache's reports), all metrics' records are
+one block of rows (``history_block``); else, and while the metrics hold
+different numbers of reports, one array per metric, about 250 bytes more
+per metric (docs/operator-guide.md, "Load-aware weighing"). A report of
+the block's metrics is held back, with up to ``DEFERRED_REPORTS`` of
+them, and added in one pass when the history is first read or the batch
+is full (a refresh's full batches in one pass for all:
+``settle_together``): most versions are never read.
 """
 
 import datetime
 from array import array
+from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Protocol
@@ -31,15 +33,18 @@ from scheduler.hosts import history_window
 from scheduler.hosts.history_block import MAX_REPORTS
 
 #: Doubles per held report: time, value, running sum, running sum of
-#: squares (one array per metric: an array costs more than its values).
+#: squares, in one array per metric rather than one of pairs and one of
+#: sums: at 20 metrics a host, an array and its dict entry cost more.
 _RECORD = history_block.RECORD
 #: Reports a history holds back at most (``appended_report``): a pass
 #: adding 16 costs about what 5 cost added one by one, and they are
 #: kept meanwhile (about 2 KB a host at 6 metrics).
 DEFERRED_REPORTS = 16
-#: Held-back reports added one by one rather than in a pass, which costs
-#: more than one or two.
+#: Held-back reports added one by one: a pass costs more than one or two.
 _ONE_BY_ONE = 2
+#: Histories one pass adds to at most (it copies their blocks, 38 KB each
+#: at 20 metrics and an hour's window): ``settle_together``.
+_TOGETHER = 256
 _new_history = object.__new__
 
 
@@ -61,7 +66,8 @@ class MetricHistory:
         # and append. The running sums give a window's mean and stddev in
         # constant time (an instance history of 6 h holds 360 reports).
         # Or, from ``appended_report``, the same records as one ``block``
-        # of rows of the metrics of ``layout`` (``history_block``).
+        # of rows of the metrics of ``layout`` (``history_block``; no
+        # dict of series then: 64 bytes a host).
         self._series: dict[str, array] | None = (
             {} if series is None and block is None else series)
         self._layout = layout
@@ -79,21 +85,22 @@ class MetricHistory:
                               tuple[Sequence[float], ...],
                               history_block.Layout] | None = None
 
-    def _settle(self) -> None:
+    def _settle(self, block: array | None = None) -> None:
         """Add the reports held back to the history they follow: all at
         once (``history_block.appended_rows``) where that gives what one
-        after the other gives, else one after the other. Readers call it
-        first; two threads settling one history compute the same."""
+        after the other gives, else one after the other; ``block``: them
+        added already (``settle_together``). Readers call it first; two
+        threads settling one history compute the same."""
         deferred = self._deferred
         if deferred is None:
             return
         base, window, times, rows, layout = deferred
         if base._deferred is not None:  # left to ``settle_together``
             base._settle()
-        block = (history_block.appended_rows(base._block, layout.width,
-                                             times, rows, window)
-                 if len(times) > _ONE_BY_ONE and base._layout is layout
-                 else None)
+        if (block is None and len(times) > _ONE_BY_ONE
+                and base._layout is layout):
+            block = history_block.appended_rows(base._block, layout.width,
+                                                times, rows, window)
         if block is not None:
             settled = MetricHistory(None, layout, block)
         else:
@@ -102,8 +109,7 @@ class MetricHistory:
                 settled = settled._appended_now(
                     names, history_block.report_times(when, len(names)),
                     values, window)
-        # The deferred reports last: a reader finding them gone finds
-        # the rest set.
+        # Cleared last: a reader finding them gone finds the rest set.
         self._series, self._layout, self._block = (
             settled._series, settled._layout, settled._block)
         self._deferred = None
@@ -133,12 +139,11 @@ class MetricHistory:
         return len(self._series if layout is None else layout.names)
 
     def __eq__(self, other: object) -> bool:
-        # By value: a refresh rebuilding a state from the same reports
-        # holds an equal history.
+        # By value (a state rebuilt from the same reports holds an equal
+        # history), times and values only: the running sums of the same
+        # reports differ by where the history began.
         if not isinstance(other, MetricHistory):
             return NotImplemented
-        # Times and values only: the running sums of the same reports
-        # differ by where the history began.
         names = self.names()
         return names == other.names() and all(
             self._column(name, column) == other._column(name, column)
@@ -358,13 +363,16 @@ def _deferring(base: MetricHistory, window: float,
     return history
 
 
-def settle_together(histories: Sequence[MetricHistory]) -> None:
+def settle_together(histories: Iterable[MetricHistory]) -> None:
     """Add the reports ``histories`` hold back to the blocks they
     follow: those of one layout, window and shape in one pass
-    (``history_block.appended_rows_together``), the others as a reader
-    would (``_settle``). The same histories as one by one, to the bit."""
-    alike: dict[tuple, list[MetricHistory]] = {}
+    (``history_block.appended_rows_together``) of at most ``_TOGETHER``,
+    the others through ``_settle``. The same histories as one by one, to
+    the bit; one a reader settles meanwhile (another thread) is left as
+    that reader set it."""
+    alike: dict[tuple, list] = {}
     for history in histories:
+        # Read once: a reader may clear it meanwhile (never set it anew).
         deferred = history._deferred
         if deferred is None:
             continue
@@ -373,26 +381,19 @@ def settle_together(histories: Sequence[MetricHistory]) -> None:
                 and len(times) > _ONE_BY_ONE
                 and all(type(when) is float for when in times)):
             alike.setdefault((layout, window, len(base._block), len(times)),
-                             []).append(history)
+                             []).append((history, deferred))
         else:
             history._settle()
-    for (layout, window, _size, _count), group in alike.items():
-        if len(group) == 1:
-            group[0]._settle()
-            continue
-        held = [history._deferred for history in group]
-        blocks = history_block.appended_rows_together(
-            [base._block for base, *_ in held], layout.width,
-            [times for _, _, times, _, _ in held],
-            [rows for *_, rows, _ in held], window)
-        for history, block in zip(group, blocks, strict=True):
-            if block is None:
-                history._settle()
-            else:
-                history._series, history._layout = None, layout
-                history._block = block
-                # Last: a reader finding it gone finds the rest set.
-                history._deferred = None
+    for (layout, window, *_shape), held in alike.items():
+        for start in range(0, len(held), _TOGETHER):
+            chunk = held[start:start + _TOGETHER]
+            blocks = history_block.appended_rows_together(
+                [deferred[0]._block for _, deferred in chunk], layout.width,
+                [deferred[2] for _, deferred in chunk],
+                [deferred[3] for _, deferred in chunk],
+                window) if len(chunk) > 1 else [None]
+            for (history, _), block in zip(chunk, blocks, strict=True):
+                history._settle(block)
 
 
 #: The history of a node never reported.

@@ -211,8 +211,8 @@ def appended_rows_together(blocks: Sequence[array], width: int,
     # _start_when_even's tests, each report against the one before it.
     before = np.concatenate((stamps[:, -1:, 0], added_times[:, :-1]),
                             axis=1)
-    cutoffs = added_times[:, -1] - window
     with np.errstate(invalid="ignore"):
+        cutoffs = added_times[:, -1] - window
         fits = ((stamps == stamps[:, :, :1]).all(axis=(1, 2))
                 & (before < added_times).all(axis=1)
                 & (before > added_times - window).all(axis=1))

@@ -330,9 +330,9 @@ class RefreshReads:
         windows, ratios, pending_fraction = self._row_options()
         cached = self._entries.get
         slice_rows = host_queries.PACE_ROWS
-        # A refresh reads all its reports at once (and adds them to the
-        # histories whose batch is full at once); a full load reuses.
-        read, unsettled = None if reuse else self._new_reports(rows), []
+        # A refresh reads its reports, and adds full batches, at once.
+        read = None if reuse else self._new_reports(rows)
+        unsettled: list[history.MetricHistory] = []
         for index, row in enumerate(rows):
             if pace is not None and index % slice_rows == slice_rows - 1:
                 pace()

@@ -148,3 +148,71 @@ def test_full_batches_of_one_refresh_are_added_in_one_pass():
             assert held.reports("cpu.percent") == 18
             assert held.statistic("memory.used", "max", window) == 17.0
             assert held.series("cpu.percent")[0][-1] == T0 + node + 1020.0
+
+
+def test_a_pass_for_all_stops_at_the_cap_as_each_ones_does():
+    with mock.patch.object(history_block, "MAX_REPORTS", 9):
+        for rows, fits in ((5, True), (6, False)):
+            blocks = _blocks(2, rows=rows, metrics=2)
+            times = [tuple(T0 + node + 60.0 * (rows + report)
+                           for report in range(4)) for node in range(2)]
+            added = [tuple(array("d", [float(report)] * 2)
+                           for report in range(4))] * 2
+            got = history_block.appended_rows_together(blocks, 8, times,
+                                                       added, 3600.0)
+            for node in range(2):
+                want = history_block.appended_rows(
+                    blocks[node], 8, times[node], added[node], 3600.0)
+                assert (want is not None) is fits
+                assert (got[node] is None if want is None
+                        else got[node].tobytes() == want.tobytes())
+
+
+def _full_batches(count: int, unsettled: list) -> list:
+    """``count`` nodes' histories, each with a full batch held back and
+    one report more on top of it (the full ones in ``unsettled``)."""
+    names, window = NAMES[:2], 3600.0
+    nodes = [history.EMPTY.appended_report(names, [T0 + node] * 2,
+                                           [1.0, 2.0], window)
+             for node in range(count)]
+    for step in range(1, history.DEFERRED_REPORTS + 2):
+        nodes = [held.appended_report(
+            names, [T0 + node + 60.0 * step] * 2,
+            array("d", [float(step)] * 2), window,
+            unsettled if step > history.DEFERRED_REPORTS else None)
+            for node, held in enumerate(nodes)]
+    return nodes
+
+
+def test_a_history_a_reader_settles_meanwhile_is_left_as_it_set_it():
+    unsettled: list = []
+    nodes = _full_batches(3, unsettled)
+
+    def read_between():
+        # Another thread reads the first one after settle_together has
+        # grouped it.
+        yield from unsettled
+        assert unsettled[0].reports("cpu.percent") == 17
+
+    history.settle_together(read_between())
+    for node, held in enumerate(nodes):
+        assert held.reports("cpu.percent") == 18
+        assert held.series("memory.used")[1][-1] == 17.0
+        assert held.series("cpu.percent")[0][-2] == T0 + node + 960.0
+
+
+def test_a_pass_for_all_takes_at_most_its_share_of_histories():
+    unsettled: list = []
+    nodes = _full_batches(5, unsettled)
+    with mock.patch.object(history, "_TOGETHER", 2), \
+            mock.patch.object(history_block, "appended_rows_together",
+                              wraps=history_block.appended_rows_together
+                              ) as together, \
+            mock.patch.object(history_block, "appended_rows",
+                              wraps=history_block.appended_rows) as alone:
+        history.settle_together(unsettled)
+    # Two passes of two, and the fifth on its own.
+    assert [len(call.args[0]) for call in together.call_args_list] == [2, 2]
+    assert alone.call_count == 1
+    for held in nodes:
+        assert held.reports("cpu.percent") == 18
