@@ -56,6 +56,9 @@ class Decoded(NamedTuple):
     instance_history: history_mod.MetricHistory = history_mod.EMPTY
 
 
+_new_tuple = tuple.__new__
+
+
 def metrics_key(text: str) -> tuple[int, int]:
     """What the cache keeps of a row's metrics text: its length and hash,
     enough to tell whether a changed row holds a new report (a refresh)
@@ -263,15 +266,16 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     problems.extend(column_problems)
     instances = (_NO_INSTANCES if entries is None else
                  instance_metrics_mod.OnFirstUse(entries, node))
-    # Positional: keywords cost a third more, for every changed row.
-    decoded = Decoded(
+    # Every field, without the named tuple's Python-level __new__: one
+    # is made per changed row.
+    decoded = _new_tuple(Decoded, (
         (metrics_key(row.metrics), row.cpu_info, row.networks,
          instances_key(row.instance_metrics)), metrics,
         bad_metrics, instances, cpu_info, networks, column_problems,
         _history(previous, metrics, floats, history_window, unsettled),
         instance_entries.instance_history(
             previous.instance_history if previous is not None
-            else history_mod.EMPTY, instances, readings, instance_window))
+            else history_mod.EMPTY, instances, readings, instance_window)))
     if problems:
         LOG.warning("Compute node %s (host %s, id %s) reports malformed "
                     "data; it is scheduled on for what remains: %s",
