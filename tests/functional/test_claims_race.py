@@ -337,16 +337,16 @@ def test_one_statement_claim_survives_a_dropped_connection(postgresql_url):
 
 
 @pytest.mark.parametrize("end", ["commit", "raise", "rollback"])
-def test_a_driver_statement_first_in_a_write_transaction_on_postgresql(
-        postgresql_url, end):
-    """A statement on the driver's cursor that opens a write transaction
-    (the request path's engine is in autocommit) is committed with it, or
-    rolled back with it (by an exception, or by the block itself, as a
-    release finding its allocation gone does): SQLAlchemy began the
-    transaction, not psycopg alone."""
+def test_a_driver_statement_first_in_a_write_transaction(db_url, end):
+    """A statement on the driver's cursor first in a write transaction
+    (on PostgreSQL the request path's engine is in autocommit; on SQLite
+    and MariaDB the block's own first statement is one too) is committed
+    with it, or rolled back with it (by an exception, or by the block
+    itself, as a release finding its allocation gone does): SQLAlchemy
+    began the transaction, not the driver alone."""
     from scheduler.db import claim_sql
 
-    conf, _, node = _one_node(postgresql_url, vcpus=8, generation=5)
+    conf, _, node = _one_node(db_url, vcpus=8, generation=5)
     engine = db_api.get_engine(conf, pre_ping=False)
     with contextlib.suppress(RuntimeError), \
             claim_sql.write_transaction(engine) as connection:
