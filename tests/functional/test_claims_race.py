@@ -336,6 +336,67 @@ def test_one_statement_claim_survives_a_dropped_connection(postgresql_url):
     db_api.dispose_engines()
 
 
+def test_a_claim_survives_a_dropped_connection_on_mariadb(mysql_url):
+    """The claim's transaction on MariaDB begins with a statement on the
+    driver's cursor: a pooled connection the server dropped fails it,
+    and the claim runs once more on a new connection and claims exactly
+    once."""
+    from scheduler import claims
+
+    conf, engine, node = _one_node(mysql_url, vcpus=8, memory_mb=8192)
+    store = claims.Claims(conf)
+    store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
+    killer = sa.create_engine(mysql_url, poolclass=sa.pool.NullPool)
+    with killer.connect() as connection:
+        sessions = connection.execute(sa.text(
+            "SELECT id FROM information_schema.processlist "
+            "WHERE db = DATABASE() AND id <> CONNECTION_ID()")).scalars().all()
+        for session in sessions:
+            connection.execute(sa.text(f"KILL {int(session)}"))
+    killer.dispose()
+    assert sessions
+    claim = store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
+    assert not claim.existing and claim.generation == 2
+    with engine.connect() as connection:
+        assert connection.execute(sa.select(sa.func.count()).select_from(
+            ALLOCATIONS)).scalar() == 2
+    db_api.dispose_engines()
+
+
+def test_a_write_transaction_reads_each_commit_before_it_on_mariadb(
+        mysql_url):
+    """READ COMMITTED for the write transaction alone (the claim's check
+    must see the claims committed while it waited for the row lock): a
+    statement in it reads what another session committed after the
+    transaction's first read, and the next transaction on the same
+    pooled connection is back to the server's REPEATABLE READ."""
+    from scheduler.db import claim_sql
+
+    conf, _, node = _one_node(mysql_url, vcpus=8, generation=5)
+    engine = db_api.get_engine(conf, pre_ping=False)
+    other = sa.create_engine(mysql_url, poolclass=sa.pool.NullPool)
+    generation = sa.select(NODES.c.generation).where(NODES.c.id == node)
+
+    def bump_elsewhere() -> None:
+        with other.begin() as connection:
+            connection.execute(NODES.update().where(NODES.c.id == node)
+                               .values(generation=NODES.c.generation + 1))
+
+    with claim_sql.write_transaction(engine) as connection:
+        before = connection.execute(generation).scalar_one()
+        bump_elsewhere()
+        assert (before, connection.execute(generation).scalar_one()) == (
+            5, 6)
+    with engine.connect() as connection:
+        before = connection.execute(generation).scalar_one()
+        bump_elsewhere()
+        assert (before, connection.execute(generation).scalar_one()) == (
+            6, 6)
+        connection.rollback()
+    other.dispose()
+    db_api.dispose_engines()
+
+
 @pytest.mark.parametrize("end", ["commit", "raise", "rollback"])
 def test_a_driver_statement_first_in_a_write_transaction(db_url, end):
     """A statement on the driver's cursor first in a write transaction
