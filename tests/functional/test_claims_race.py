@@ -15,7 +15,6 @@ seeing the claims of the one before: the same outcome without a single
 conflict.
 """
 
-import contextlib
 import multiprocessing
 import queue
 import threading
@@ -25,14 +24,13 @@ import uuid
 
 import pytest
 import sqlalchemy as sa
-from oslo_config import cfg
 
-from scheduler import conf as scheduler_conf
 from scheduler import exception
 from scheduler import manager
 from scheduler.db import api as db_api
 from scheduler.db import models
-from scheduler.db import schema
+from tests.functional.claims_harness import claims_config
+from tests.functional.claims_harness import one_node
 from tests.functional.fault_harness import ALLOCATIONS
 from tests.functional.fault_harness import CAPACITY
 from tests.functional.fault_harness import NODES
@@ -41,24 +39,9 @@ from tests.functional.fault_harness import make_fleet
 PROCESSES = 4
 THREADS_PER_PROCESS = 5
 CALLS_PER_PROCESS = 100
-SUBSET_SIZE = 5
 # Spawned interpreters import oslo and the plugins before the start.
 _START_TIMEOUT = 60
 _RUN_TIMEOUT = 120
-
-
-def _config(url: str, cluster_lock: bool = False) -> cfg.ConfigOpts:
-    conf = cfg.ConfigOpts()
-    scheduler_conf.register_opts(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    conf.set_override("connection", url, group="database")
-    conf.set_override("host_subset_size", SUBSET_SIZE,
-                      group="filter_scheduler")
-    conf.set_override("cpu_allocation_ratio", 1.0, group="filter_scheduler")
-    # Heartbeats are written once, at the start.
-    conf.set_override("service_down_time", 3600, group="filter_scheduler")
-    conf.set_override("cluster_lock", cluster_lock, group="scheduler")
-    return conf
 
 
 def _worker(url: str, cluster_lock: bool, index: int,
@@ -66,7 +49,7 @@ def _worker(url: str, cluster_lock: bool, index: int,
             results: multiprocessing.Queue) -> None:
     """One scheduler worker process: its own manager and host cache."""
     try:
-        mgr = manager.SchedulerManager(_config(url, cluster_lock))
+        mgr = manager.SchedulerManager(claims_config(url, cluster_lock))
         mgr.host_manager.host_states()
     except BaseException:
         results.put({"index": index, "fatal": traceback.format_exc()})
@@ -180,7 +163,7 @@ def test_workers_never_overcommit(db_url, cluster_lock):
         # Each pass saw every claim made before it.
         assert stats["conflicts"] == 0
 
-    engine = db_api.get_engine(_config(db_url))
+    engine = db_api.get_engine(claims_config(db_url))
     with engine.connect() as connection:
         usage = connection.execute(
             sa.select(NODES.c.host, NODES.c.vcpus,
@@ -205,21 +188,6 @@ def test_workers_never_overcommit(db_url, cluster_lock):
     # Every reply matches the claim in the database, and nothing else is
     # claimed.
     assert sorted(map(tuple, rows)) == sorted(placed)
-
-
-def _one_node(url: str, **values: object) -> tuple:
-    """Config, engine and the id of the one node ``h1`` (100 GB of disk
-    and ``values``) of a fresh schema at ``url``."""
-    conf = _config(url)
-    engine = db_api.get_engine(conf)
-    schema.db_sync(engine)
-    now = models.utcnow()
-    with engine.begin() as connection:
-        node = connection.execute(NODES.insert().values(
-            uuid=str(uuid.uuid4()), host="h1", hypervisor_hostname="h1",
-            local_gb=100, changed_at=now, updated_at=now,
-            **values)).inserted_primary_key[0]
-    return conf, engine, node
 
 
 def _wait_for_lock_waiter(engine, timeout: float = 10.0) -> None:
@@ -249,7 +217,7 @@ def test_claim_racing_a_committing_claim_on_postgresql(postgresql_url,
     filled the node, made when room is left)."""
     from scheduler import claims
 
-    conf, engine, node = _one_node(
+    conf, engine, node = one_node(
         postgresql_url, vcpus=2, memory_mb=4096, cpu_allocation_ratio=1.0,
         ram_allocation_ratio=1.0, disk_allocation_ratio=1.0)
     now = models.utcnow()
@@ -297,7 +265,7 @@ def test_one_statement_claims_tell_the_generation_they_left(postgresql_url):
     change time the claim returns: they must be the row's."""
     from scheduler import claims
 
-    conf, engine, node = _one_node(postgresql_url, vcpus=8, memory_mb=8192,
+    conf, engine, node = one_node(postgresql_url, vcpus=8, memory_mb=8192,
                                    generation=5)
     store = claims.Claims(conf)
     made = [store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
@@ -308,117 +276,4 @@ def test_one_statement_claims_tell_the_generation_they_left(postgresql_url):
     assert [claim.generation for claim in made] == [6, 7]
     assert (made[-1].generation, made[-1].changed_at) == (row.generation,
                                                           row.changed_at)
-    db_api.dispose_engines()
-
-
-def test_one_statement_claim_survives_a_dropped_connection(postgresql_url):
-    """The claim on the driver's cursor keeps the claims' retry: a pooled
-    connection the database dropped fails the statement, which runs once
-    more on a new connection and claims exactly once."""
-    from scheduler import claims
-
-    conf, engine, node = _one_node(postgresql_url, vcpus=8, memory_mb=8192)
-    store = claims.Claims(conf)
-    store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
-    killer = sa.create_engine(postgresql_url, poolclass=sa.pool.NullPool)
-    with killer.begin() as connection:
-        dropped = connection.execute(sa.text(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid()")).scalar()
-    killer.dispose()
-    assert dropped >= 1
-    claim = store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
-    assert not claim.existing and claim.generation == 2
-    with engine.connect() as connection:
-        assert connection.execute(sa.select(sa.func.count()).select_from(
-            ALLOCATIONS)).scalar() == 2
-    db_api.dispose_engines()
-
-
-def test_a_claim_survives_a_dropped_connection_on_mariadb(mysql_url):
-    """The claim's transaction on MariaDB begins with a statement on the
-    driver's cursor: a pooled connection the server dropped fails it,
-    and the claim runs once more on a new connection and claims exactly
-    once."""
-    from scheduler import claims
-
-    conf, engine, node = _one_node(mysql_url, vcpus=8, memory_mb=8192)
-    store = claims.Claims(conf)
-    store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
-    killer = sa.create_engine(mysql_url, poolclass=sa.pool.NullPool)
-    with killer.connect() as connection:
-        sessions = connection.execute(sa.text(
-            "SELECT id FROM information_schema.processlist "
-            "WHERE db = DATABASE() AND id <> CONNECTION_ID()")).scalars().all()
-        for session in sessions:
-            connection.execute(sa.text(f"KILL {int(session)}"))
-    killer.dispose()
-    assert sessions
-    claim = store.claim(node, str(uuid.uuid4()), claims.Usage(1, 512, 1))
-    assert not claim.existing and claim.generation == 2
-    with engine.connect() as connection:
-        assert connection.execute(sa.select(sa.func.count()).select_from(
-            ALLOCATIONS)).scalar() == 2
-    db_api.dispose_engines()
-
-
-def test_a_write_transaction_reads_each_commit_before_it_on_mariadb(
-        mysql_url):
-    """READ COMMITTED for the write transaction alone (the claim's check
-    must see the claims committed while it waited for the row lock): a
-    statement in it reads what another session committed after the
-    transaction's first read, and the next transaction on the same
-    pooled connection is back to the server's REPEATABLE READ."""
-    from scheduler.db import claim_sql
-
-    conf, _, node = _one_node(mysql_url, vcpus=8, generation=5)
-    engine = db_api.get_engine(conf, pre_ping=False)
-    other = sa.create_engine(mysql_url, poolclass=sa.pool.NullPool)
-    generation = sa.select(NODES.c.generation).where(NODES.c.id == node)
-
-    def bump_elsewhere() -> None:
-        with other.begin() as connection:
-            connection.execute(NODES.update().where(NODES.c.id == node)
-                               .values(generation=NODES.c.generation + 1))
-
-    with claim_sql.write_transaction(engine) as connection:
-        before = connection.execute(generation).scalar_one()
-        bump_elsewhere()
-        assert (before, connection.execute(generation).scalar_one()) == (
-            5, 6)
-    with engine.connect() as connection:
-        before = connection.execute(generation).scalar_one()
-        bump_elsewhere()
-        assert (before, connection.execute(generation).scalar_one()) == (
-            6, 6)
-        connection.rollback()
-    other.dispose()
-    db_api.dispose_engines()
-
-
-@pytest.mark.parametrize("end", ["commit", "raise", "rollback"])
-def test_a_driver_statement_first_in_a_write_transaction(db_url, end):
-    """A statement on the driver's cursor first in a write transaction
-    (on PostgreSQL the request path's engine is in autocommit; on SQLite
-    and MariaDB the block's own first statement is one too) is committed
-    with it, or rolled back with it (by an exception, or by the block
-    itself, as a release finding its allocation gone does): SQLAlchemy
-    began the transaction, not the driver alone."""
-    from scheduler.db import claim_sql
-
-    conf, _, node = _one_node(db_url, vcpus=8, generation=5)
-    engine = db_api.get_engine(conf, pre_ping=False)
-    with contextlib.suppress(RuntimeError), \
-            claim_sql.write_transaction(engine) as connection:
-        assert claim_sql.BUMP.run(connection, {
-            "node_id": node, "now": models.utcnow()}) == 1
-        if end == "raise":
-            raise RuntimeError("rolled back")
-        if end == "rollback":
-            connection.rollback()
-    with engine.connect() as connection:
-        generation = connection.execute(sa.select(NODES.c.generation).where(
-            NODES.c.id == node)).scalar_one()
-    assert generation == (6 if end == "commit" else 5)
     db_api.dispose_engines()
