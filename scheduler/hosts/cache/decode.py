@@ -222,6 +222,37 @@ def _description(row: NodeRow, previous: Decoded | None
     return cpu_info, networks, tuple(found)
 
 
+def reported(row: NodeRow, previous: Decoded, history_window: float,
+             columns: report_columns.Columns,
+             unsettled: list[history_mod.MetricHistory] | None = None
+             ) -> Decoded | None:
+    """``decode`` of a row's new report, read by the refresh already
+    (``columns``), when ``previous`` decoded the node's ``cpu_info`` and
+    ``networks`` as they still are, without a problem, and the report's
+    metrics list holds no instance entries; None for any other row.
+    Without an instance history (``[metrics] instance_history_window``
+    0: the caller's to check).
+
+    Most changed rows are such a report, one a minute per node: what
+    ``decode`` checks for the others is most of its own cost.
+    """
+    metrics, floats, instances_held = columns
+    text = previous.text
+    if (instances_held or previous.column_problems
+            or row.cpu_info != text[1] or row.networks != text[2]):
+        return None
+    own, node = row.instance_metrics, row.hypervisor_hostname
+    instances = (_NO_INSTANCES if own is None else
+                 instance_metrics_mod.OnFirstUse(
+                     instance_entries.on_first_use(node, own), node))
+    return _new_tuple(Decoded, (
+        (metrics_key(row.metrics), text[1], text[2], instances_key(own)),
+        metrics, frozenset(), instances, previous.cpu_info,
+        previous.networks, (),
+        _history(previous, metrics, floats, history_window, unsettled),
+        history_mod.EMPTY))
+
+
 def decode(row: NodeRow, previous: Decoded | None = None,
            history_window: float = 0.0,
            instance_window: float = 0.0,

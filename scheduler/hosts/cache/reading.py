@@ -6,8 +6,8 @@ every query succeeded (``scheduler.hosts.cache.manager``)."""
 import dataclasses
 import datetime
 import itertools
+import operator
 from collections.abc import Callable
-from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Protocol
@@ -25,8 +25,8 @@ from scheduler.db.host_queries import KeyRow
 from scheduler.db.host_queries import NodeRow
 from scheduler.hosts import change_kinds
 from scheduler.hosts import history
+from scheduler.hosts.cache import changed_rows
 from scheduler.hosts.cache import decode
-from scheduler.hosts.cache import report_columns
 from scheduler.hosts.cache.build import Entry
 from scheduler.hosts.cache.build import base_state
 from scheduler.hosts.cache.build import build_state
@@ -35,13 +35,13 @@ from scheduler.hosts.cache.build import kept_row
 from scheduler.hosts.cache.build import new_entry
 from scheduler.hosts.cache.build import reported_host
 from scheduler.hosts.cache.build import reusable_decoding
+from scheduler.hosts.cache.changed_rows import KEPT
 from scheduler.hosts.column_functions import attribute_epoch
 from scheduler.hosts.expected_load import pending_cpu_fraction
 from scheduler.hosts.table import epoch
 
 LOG = logging.getLogger(__name__)
-#: A row whose report the cache holds decoded (``_new_reports``).
-_KEPT = object()
+_ID = operator.attrgetter("id")
 
 
 @dataclasses.dataclass
@@ -167,25 +167,26 @@ class RefreshReads:
                 probes.remove(probe)
                 probe.observed(connection, value)
             keys = self._late_keys(connection, now, overlap, newer)
-        # A scanned row is its own change key: no key built per row.
-        is_stale = self._is_stale
-        rows = [row for row in newer if is_stale(row)]
-        late = [key.id for key in keys if is_stale(key)]
+        rows, held = changed_rows.stale(self._entries, newer)
+        late = [key.id for key in keys if self._is_stale(key)]
         stale = [row.id for row in rows]
         stale.extend(late)
         # Only rows that changed are read with their (large) JSON columns.
         for chunk in tables.chunks(sorted(late)):
-            rows.extend(host_queries.fetch(
+            fetched = host_queries.fetch(
                 connection, host_queries.NODES_BY_ID, NodeRow,
-                ids=list(chunk)))
-        kept_claims = self._claims_as_cached(rows)
+                ids=list(chunk))
+            rows.extend(fetched)
+            held.extend(self._entries.get(row.id) for row in fetched)
+        kept_claims = changed_rows.claims_as_cached(rows, held)
         claimed = [node_id for node_id in stale
                    if node_id not in kept_claims]
         allocations: list[AllocationRow] = []
         for chunk in tables.chunks(claimed):
             allocations.extend(host_queries.claims_on(connection, chunk))
         entries, decoded, kinds = self._build_entries(
-            rows, allocations, reuse=False, kept_claims=kept_claims)
+            rows, allocations, reuse=False, kept_claims=kept_claims,
+            held=held)
         return Changes(
             full=False, entries=entries,
             # Seen by the scan, gone when read: deleted in between.
@@ -273,36 +274,6 @@ class RefreshReads:
                 total -= int(generations[row])
         return count, total
 
-    def _claims_as_cached(self, rows: Iterable[NodeRow]
-                          ) -> dict[int, tuple[AllocationRow, ...]]:
-        """The cached claims of the ``rows`` whose one change since the
-        cache read them was a metrics report, by node id.
-
-        Every writer of a node bumps its generation by one, and only a
-        report moves ``metrics_updated_at`` (to the ``changed_at`` it
-        writes); claims and releases leave it. A row one generation on,
-        with a new report stamped at its change time, was therefore
-        changed by that report alone, and its claims are still those
-        cached: most changes are reports (one per node and monitor
-        interval), and a node's claims are most of what its refresh
-        reads.
-        """
-        kept = {}
-        for row in rows:
-            entry = self._entries.get(row.id)
-            if entry is None:
-                continue
-            # The row the cached state was built from (its key fields as
-            # the state holds them): a deferred state stays unbuilt.
-            cached = entry.source[0]
-            reported = row.metrics_updated_at
-            if (row.generation == cached.generation + 1
-                    and reported is not None
-                    and reported == row.changed_at
-                    and reported != cached.metrics_updated_at):
-                kept[row.id] = entry.source[1]
-        return kept
-
     def _is_stale(self, key: KeyRow | NodeRow) -> bool:
         """Whether the cache lacks the node of ``key`` (a change key, or
         a row read whole: its own key) or holds an older version."""
@@ -318,30 +289,34 @@ class RefreshReads:
                        reuse: bool,
                        pace: Callable[[], None] | None = None,
                        kept_claims: Mapping[
-                           int, Sequence[AllocationRow]] | None = None
+                           int, Sequence[AllocationRow]] | None = None,
+                       held: Sequence[Entry | None] | None = None
                        ) -> tuple[dict[int, Entry], int, dict[int, str]]:
         """The rows' entries, how many rows were decoded, and the kind of
-        change of those a report alone changed (``Changes.kinds``)."""
+        change of those a report alone changed (``Changes.kinds``);
+        ``held``: the cached entry of each row, when looked up already."""
         if not rows:  # most refreshes of a small fleet: no option read
             return {}, 0, {}
         by_node: dict[int, Sequence[AllocationRow]] = {
             **claims_by_node(allocations), **(kept_claims or {})}
         entries, kinds, decoded_rows = {}, {}, 0
         windows, ratios, pending_fraction = self._row_options()
-        cached = self._entries.get
+        no_instance_history = windows[1] <= 0
         slice_rows = host_queries.PACE_ROWS
         # A refresh reads its reports, and adds full batches, at once.
-        read = None if reuse else self._new_reports(rows)
+        if held is None:
+            held = list(map(self._entries.get, map(_ID, rows)))
+        read = None if reuse else changed_rows.new_reports(rows, held)
         unsettled: list[history.MetricHistory] = []
         for index, row in enumerate(rows):
             if pace is not None and index % slice_rows == slice_rows - 1:
                 pace()
             node_id = row.id
             claims = tuple(by_node.get(node_id, ()))
-            previous = cached(node_id)
+            previous = held[index]
             decoded = source = None
             columns = read and read[index]
-            if previous is not None and (reuse or columns is _KEPT):
+            if previous is not None and (reuse or columns is KEPT):
                 source = (kept_row(row), claims, ratios)
                 if reuse and previous.source == source:
                     # Unchanged: the same object, so that the host table
@@ -352,9 +327,14 @@ class RefreshReads:
                 # decoding, and the node's history, stay.
                 decoded = reusable_decoding(previous, source[0])
             if decoded is None:
-                decoded = decode.decode(
-                    row, previous and previous.decoded, *windows,
-                    None if columns is _KEPT else columns, unsettled)
+                decoded = (
+                    previous is not None and columns and columns is not KEPT
+                    and no_instance_history and decode.reported(
+                        row, previous.decoded, windows[0], columns,
+                        unsettled)
+                    ) or decode.decode(
+                        row, previous and previous.decoded, *windows,
+                        None if columns is KEPT else columns, unsettled)
                 decoded_rows += 1
             if source is None:  # the decoding's key: not hashed again
                 source = (kept_row(row, decoded.text), claims, ratios)
@@ -372,19 +352,6 @@ class RefreshReads:
                 decoded, source))
         history.settle_together(unsettled)
         return entries, decoded_rows, kinds
-
-    def _new_reports(self, rows: Sequence[NodeRow]) -> list:
-        """``refresh_columns`` of the rows' reports the cache has not
-        read (new metrics texts), by position; ``_KEPT`` for the others."""
-        entries = self._entries
-        new = [index for index, row in enumerate(rows)
-               if (entry := entries.get(row.id)) is None
-               or entry.decoded.text[0] != decode.metrics_key(row.metrics)]
-        read = [_KEPT] * len(rows)
-        for index, columns in zip(new, report_columns.refresh_columns(
-                [rows[index].metrics for index in new]), strict=True):
-            read[index] = columns
-        return read
 
     def _row_options(self) -> tuple[tuple[float, float],
                                     tuple[float, float, float], float]:

@@ -275,3 +275,49 @@ def test_an_int_rounding_to_the_largest_double_is_out_of_range():
     largest = report(int(sys.float_info.max))
     assert _well_formed(largest)["a"].value == int(
         sys.float_info.max)
+
+
+_regular = st.lists(st.fixed_dictionaries(
+    {"name": st.sampled_from(["cpu.percent", "memory.free"]),
+     "value": st.one_of(st.floats(allow_nan=False, allow_infinity=False),
+                        st.integers(min_value=-2**63, max_value=2**63)),
+     "timestamp": st.sampled_from([STAMP, "2026-01-05T12:00:01Z"]),
+     "source": st.sampled_from(["libvirt", "file"])},
+    optional={"instance": st.just("u1")}), max_size=3)
+_described = st.tuples(st.sampled_from(['{}', '{"arch": "x86_64"}', '[1]']),
+                       st.sampled_from(['[]', '["net1"]', '{}']))
+_own_instances = st.sampled_from([
+    None, '[{"name": "instance.cpu.percent", "instance": "u2", '
+    f'"value": 5.0, "timestamp": "{STAMP}"}}]'])
+
+
+def _as_decoded(decoded: decode.Decoded) -> tuple:
+    """Everything a reader of a decoding could tell apart."""
+    return (decoded.text, _as_reported(decoded.metrics),
+            decoded.bad_metrics, dict(decoded.instance_metrics),
+            decoded.cpu_info, decoded.networks, decoded.column_problems,
+            decoded.history, decoded.instance_history)
+
+
+@given(st.lists(st.tuples(_regular, _described, _own_instances),
+                min_size=2, max_size=5))
+def test_a_new_report_read_as_such_is_decoded_as_any_row(reports):
+    """``reported`` gives what ``decode`` gives, or leaves the row to it:
+    a report following one whose node's description (``cpu_info``,
+    ``networks``) is as it was and decoded without a problem, and whose
+    metrics list holds no instance entries."""
+    previous = None
+    for entries, (cpu_info, networks), own in reports:
+        row = _row(entries)._replace(cpu_info=cpu_info, networks=networks,
+                                     instance_metrics=own)
+        want = decode.decode(row, previous, 3600.0)
+        columns = report_columns.columns(row.metrics)
+        got = (previous is not None and columns is not None
+               and decode.reported(row, previous, 3600.0, columns))
+        takes = (previous is not None and columns is not None
+                 and not columns[2] and not previous.column_problems
+                 and (cpu_info, networks) == previous.text[1:3])
+        assert bool(got) == takes
+        if got:
+            assert _as_decoded(got) == _as_decoded(want)
+        previous = got or want
