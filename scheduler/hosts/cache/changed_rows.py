@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 
 from scheduler.db.host_queries import AllocationRow
+from scheduler.db.host_queries import KeyRow
 from scheduler.db.host_queries import NodeRow
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache import report_columns
@@ -27,14 +28,20 @@ def stale(entries: Mapping[int, Entry], rows: Iterable[NodeRow]
     held: list[Entry | None] = []
     for row in rows:
         entry = found(row.id)
-        if entry is not None:
-            cached = entry.source[0]
-            if (cached.changed_at == row.changed_at
-                    and cached.generation == row.generation):
-                continue
-        rows_stale.append(row)
-        held.append(entry)
+        if is_stale(entry, row):
+            rows_stale.append(row)
+            held.append(entry)
     return rows_stale, held
+
+
+def is_stale(entry: Entry | None, key: KeyRow | NodeRow) -> bool:
+    """Whether ``entry`` (the cache's, None: none) is of another version
+    of the node than the change key ``key`` (a scanned row is its own)."""
+    if entry is None:
+        return True
+    cached = entry.source[0]
+    return (cached.changed_at != key.changed_at
+            or cached.generation != key.generation)
 
 
 def claims_as_cached(rows: Iterable[NodeRow], held: Iterable[Entry | None]

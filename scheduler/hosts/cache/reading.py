@@ -274,15 +274,10 @@ class RefreshReads:
                 total -= int(generations[row])
         return count, total
 
-    def _is_stale(self, key: KeyRow | NodeRow) -> bool:
-        """Whether the cache lacks the node of ``key`` (a change key, or
-        a row read whole: its own key) or holds an older version."""
-        entry = self._entries.get(key.id)
-        if entry is None:
-            return True
-        cached = entry.source[0]
-        return (cached.changed_at != key.changed_at
-                or cached.generation != key.generation)
+    def _is_stale(self, key: KeyRow) -> bool:
+        """Whether the cache lacks the node of the change key ``key`` or
+        holds another version of it."""
+        return changed_rows.is_stale(self._entries.get(key.id), key)
 
     def _build_entries(self, rows: Sequence[NodeRow],
                        allocations: Sequence[AllocationRow],

@@ -7,6 +7,7 @@ import sys
 from array import array
 
 import pytest
+from hypothesis import example
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -278,17 +279,24 @@ def test_an_int_rounding_to_the_largest_double_is_out_of_range():
 
 
 _regular = st.lists(st.fixed_dictionaries(
-    {"name": st.sampled_from(["cpu.percent", "memory.free"]),
+    {"name": st.sampled_from(["cpu.percent", "memory.free", "disk.used"]),
      "value": st.one_of(st.floats(allow_nan=False, allow_infinity=False),
                         st.integers(min_value=-2**63, max_value=2**63)),
      "timestamp": st.sampled_from([STAMP, "2026-01-05T12:00:01Z"]),
      "source": st.sampled_from(["libvirt", "file"])},
-    optional={"instance": st.just("u1")}), max_size=3)
-_described = st.tuples(st.sampled_from(['{}', '{"arch": "x86_64"}', '[1]']),
-                       st.sampled_from(['[]', '["net1"]', '{}']))
-_own_instances = st.sampled_from([
-    None, '[{"name": "instance.cpu.percent", "instance": "u2", '
-    f'"value": 5.0, "timestamp": "{STAMP}"}}]'])
+    optional={"instance": st.just("u1")}),
+    max_size=3, unique_by=lambda entry: entry["name"])
+#: A node's description: mostly as it was (None), else a new one, well
+#: formed or not.
+_described = st.one_of(
+    st.none(), st.none(), st.none(),
+    st.tuples(st.sampled_from(['{}', '{"arch": "x86_64"}', '[1]']),
+              st.sampled_from(['[]', '["net1"]', '{}'])))
+_OWN = ('[{"name": "instance.cpu.percent", "instance": "u2", '
+        f'"value": 5.0, "timestamp": "{STAMP}"}}]')
+_own_instances = st.sampled_from([None, _OWN])
+_REPORT = [{"name": "cpu.percent", "value": 5.0, "timestamp": STAMP,
+            "source": "libvirt"}]
 
 
 def _as_decoded(decoded: decode.Decoded) -> tuple:
@@ -296,9 +304,12 @@ def _as_decoded(decoded: decode.Decoded) -> tuple:
     return (decoded.text, _as_reported(decoded.metrics),
             decoded.bad_metrics, dict(decoded.instance_metrics),
             decoded.cpu_info, decoded.networks, decoded.column_problems,
-            decoded.history, decoded.instance_history)
+            decoded.history, decoded.instance_history,
+            [(name, tuple(map(tuple, decoded.history.series(name))))
+             for name in decoded.history.names()])
 
 
+@example([(_REPORT, None, _OWN), (_REPORT, None, _OWN)])
 @given(st.lists(st.tuples(_regular, _described, _own_instances),
                 min_size=2, max_size=5))
 def test_a_new_report_read_as_such_is_decoded_as_any_row(reports):
@@ -307,8 +318,11 @@ def test_a_new_report_read_as_such_is_decoded_as_any_row(reports):
     ``networks``) is as it was and decoded without a problem, and whose
     metrics list holds no instance entries."""
     previous = None
-    for entries, (cpu_info, networks), own in reports:
-        row = _row(entries)._replace(cpu_info=cpu_info, networks=networks,
+    described = ("{}", "[]")
+    for entries, new_description, own in reports:
+        described = new_description or described
+        row = _row(entries)._replace(cpu_info=described[0],
+                                     networks=described[1],
                                      instance_metrics=own)
         want = decode.decode(row, previous, 3600.0)
         columns = report_columns.columns(row.metrics)
@@ -316,7 +330,7 @@ def test_a_new_report_read_as_such_is_decoded_as_any_row(reports):
                and decode.reported(row, previous, 3600.0, columns))
         takes = (previous is not None and columns is not None
                  and not columns[2] and not previous.column_problems
-                 and (cpu_info, networks) == previous.text[1:3])
+                 and described == previous.text[1:3])
         assert bool(got) == takes
         if got:
             assert _as_decoded(got) == _as_decoded(want)

@@ -92,29 +92,37 @@ def test_expected_instance_cpu_sets_the_pending_share(conf, engine,
 
 
 def instance_report(engine, node: int, when: datetime.datetime,
-                    loads: dict[str, float]) -> None:
-    """A report of cpu.percent and each instance's instance.cpu.percent."""
+                    loads: dict[str, float], in_column: bool = False
+                    ) -> None:
+    """A report of cpu.percent and each instance's instance.cpu.percent:
+    in the metrics list, or (``in_column``) in the column of their own
+    that agents write them to since schema revision 0007."""
     stamp = when.isoformat(timespec="microseconds") + "Z"
     entries = [{"name": "cpu.percent", "value": 50.0, "timestamp": stamp}]
-    entries += [{"name": "instance.cpu.percent", "instance": uuid,
-                 "value": value, "timestamp": stamp}
-                for uuid, value in loads.items()]
-    update_node(engine, node, metrics=json.dumps(entries),
+    instances = [{"name": "instance.cpu.percent", "instance": uuid,
+                  "value": value, "timestamp": stamp}
+                 for uuid, value in loads.items()]
+    update_node(engine, node, metrics=json.dumps(
+                    entries if in_column else entries + instances),
+                instance_metrics=json.dumps(instances) if in_column else None,
                 metrics_updated_at=when, updated_at=when, changed_at=when,
                 generation=NODES.c.generation + 1)
 
 
+@pytest.mark.parametrize("in_column", [False, True])
 def test_instance_history_is_kept_when_its_window_is_set(conf, engine,
-                                                         manager):
+                                                         manager, in_column):
     conf.set_override("instance_history_window", 3600.0, "metrics")
     start = models.utcnow() - 10 * MINUTE
     node = add_node(engine, "a", when=start)
     kept = claim(engine, node, vcpus=2, when=start)
     gone = claim(engine, node, vcpus=2, when=start)
     manager.host_states()
-    instance_report(engine, node, start + MINUTE, {kept: 20.0, gone: 90.0})
+    instance_report(engine, node, start + MINUTE, {kept: 20.0, gone: 90.0},
+                    in_column)
     manager.host_states()
-    instance_report(engine, node, start + 2 * MINUTE, {kept: 40.0})
+    instance_report(engine, node, start + 2 * MINUTE, {kept: 40.0},
+                    in_column)
     host = manager.host_states()[0]
     assert host.instance_history.reports(kept) == 2
     # An instance no longer reported leaves the history.
