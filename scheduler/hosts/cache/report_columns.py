@@ -167,6 +167,25 @@ def _read_by_kind(parsed: list[list[Entry]], positions: list[int],
             [position for _, at in groups.values() for position in at])
 
 
+#: Ints a double holds exactly, whatever else they are: those of at most
+#: 53 bits.
+_EXACT_INT = 2 ** 53
+
+
+def _small_ints(numbers: list, kinds: tuple[type, ...], width: int
+                ) -> bool:
+    """Whether every int of ``numbers`` (rows of ``width`` values, of the
+    types ``kinds``) has at most 53 bits, so that its double is exact: a
+    few passes in C over the int columns, where comparing every value
+    with its double makes a float object of each."""
+    for column, kind in enumerate(kinds):
+        if kind is int:
+            values = numbers[column::width]
+            if min(values) < -_EXACT_INT or max(values) > _EXACT_INT:
+                return False
+    return True
+
+
 def _read_alike(parsed: list[list[Entry]], positions: list[int],
                 found: list[Columns | None]) -> bool:
     """``refresh_columns`` of reports expected alike (their entries at
@@ -193,7 +212,8 @@ def _read_alike(parsed: list[list[Entry]], positions: list[int],
         return False
     # A report with an int without an exact double, or with times of
     # its own per metric (one per monitor plugin), is read one by one.
-    exact = int not in kinds or floats.tolist() == numbers
+    exact = (int not in kinds or _small_ints(numbers, kinds, width)
+             or floats.tolist() == numbers)
     texts = [entry.timestamp for entry in flat]
     firsts = texts[::width]
     uniform = all(texts[column::width] == firsts

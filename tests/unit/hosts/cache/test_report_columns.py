@@ -149,3 +149,14 @@ def test_a_refresh_parses_each_report_once(count_json):
          _entry("memory.free", 2**34, LATER)])]
     report_columns.refresh_columns(texts)
     assert count_json == texts
+
+
+def test_ints_past_53_bits_keep_their_values_when_read_at_once():
+    """Ints of 53 bits have exact doubles; past them only some do."""
+    memories = [2**53, -2**53, 2**53 + 1, 2**60, -2**53 - 1]
+    for batch in ([2**53, -2**53], [2**53, 2**53 + 1], [5, -2**53 - 1],
+                  memories):
+        texts = [json.dumps(_report(memory=memory)) for memory in batch]
+        got = _at_once(texts)
+        assert got == _one_by_one(texts)
+        assert [metrics[1][2] for metrics, _, _ in got] == batch
