@@ -231,7 +231,7 @@ def reported(row: NodeRow, previous: Decoded, history_window: float,
     ``networks`` as they still are, without a problem, and the report's
     metrics list holds no instance entries; None for any other row.
     Without an instance history (``[metrics] instance_history_window``
-    0: the caller's to check).
+    0: ``changed`` checks).
 
     Most changed rows are such a report, one a minute per node: what
     ``decode`` checks for the others is most of its own cost.
@@ -251,6 +251,21 @@ def reported(row: NodeRow, previous: Decoded, history_window: float,
         previous.networks, (),
         _history(previous, metrics, floats, history_window, unsettled),
         history_mod.EMPTY))
+
+
+def changed(row: NodeRow, previous: Decoded | None,
+            history_window: float, instance_window: float,
+            columns: report_columns.Columns | None,
+            unsettled: list[history_mod.MetricHistory] | None = None
+            ) -> Decoded:
+    """``decode`` of a changed row: through ``reported`` when its change
+    is a new report that can be (without an instance history)."""
+    if previous is not None and columns is not None and instance_window <= 0:
+        found = reported(row, previous, history_window, columns, unsettled)
+        if found is not None:
+            return found
+    return decode(row, previous, history_window, instance_window, columns,
+                  unsettled)
 
 
 def decode(row: NodeRow, previous: Decoded | None = None,

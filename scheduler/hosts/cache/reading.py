@@ -140,7 +140,8 @@ class RefreshReads:
                 connection, host_queries.ALL_ALLOCATIONS, AllocationRow,
                 pace)
         entries, decoded, _kinds = self._build_entries(
-            rows, allocations, reuse=True, pace=pace)
+            rows, list(map(self._entries.get, map(_ID, rows))), allocations,
+            reuse=True, pace=pace)
         return Changes(
             full=True, entries=entries, gone=set(),
             newest=max((row.changed_at for row in rows), default=None),
@@ -185,8 +186,7 @@ class RefreshReads:
         for chunk in tables.chunks(claimed):
             allocations.extend(host_queries.claims_on(connection, chunk))
         entries, decoded, kinds = self._build_entries(
-            rows, allocations, reuse=False, kept_claims=kept_claims,
-            held=held)
+            rows, held, allocations, reuse=False, kept_claims=kept_claims)
         return Changes(
             full=False, entries=entries,
             # Seen by the scan, gone when read: deleted in between.
@@ -280,27 +280,24 @@ class RefreshReads:
         return changed_rows.is_stale(self._entries.get(key.id), key)
 
     def _build_entries(self, rows: Sequence[NodeRow],
+                       held: Sequence[Entry | None],
                        allocations: Sequence[AllocationRow],
                        reuse: bool,
                        pace: Callable[[], None] | None = None,
                        kept_claims: Mapping[
-                           int, Sequence[AllocationRow]] | None = None,
-                       held: Sequence[Entry | None] | None = None
+                           int, Sequence[AllocationRow]] | None = None
                        ) -> tuple[dict[int, Entry], int, dict[int, str]]:
-        """The rows' entries, how many rows were decoded, and the kind of
-        change of those a report alone changed (``Changes.kinds``);
-        ``held``: the cached entry of each row, when looked up already."""
+        """The rows' entries (``held``: the cached entry of each row), how
+        many rows were decoded, and the kind of change of those a report
+        alone changed (``Changes.kinds``)."""
         if not rows:  # most refreshes of a small fleet: no option read
             return {}, 0, {}
         by_node: dict[int, Sequence[AllocationRow]] = {
             **claims_by_node(allocations), **(kept_claims or {})}
         entries, kinds, decoded_rows = {}, {}, 0
         windows, ratios, pending_fraction = self._row_options()
-        no_instance_history = windows[1] <= 0
         slice_rows = host_queries.PACE_ROWS
         # A refresh reads its reports, and adds full batches, at once.
-        if held is None:
-            held = list(map(self._entries.get, map(_ID, rows)))
         read = None if reuse else changed_rows.new_reports(rows, held)
         unsettled: list[history.MetricHistory] = []
         for index, row in enumerate(rows):
@@ -322,14 +319,9 @@ class RefreshReads:
                 # decoding, and the node's history, stay.
                 decoded = reusable_decoding(previous, source[0])
             if decoded is None:
-                decoded = (
-                    previous is not None and columns and columns is not KEPT
-                    and no_instance_history and decode.reported(
-                        row, previous.decoded, windows[0], columns,
-                        unsettled)
-                    ) or decode.decode(
-                        row, previous and previous.decoded, *windows,
-                        None if columns is KEPT else columns, unsettled)
+                decoded = decode.changed(
+                    row, previous and previous.decoded, *windows,
+                    None if columns is KEPT else columns, unsettled)
                 decoded_rows += 1
             if source is None:  # the decoding's key: not hashed again
                 source = (kept_row(row, decoded.text), claims, ratios)
