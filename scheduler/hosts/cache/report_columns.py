@@ -38,6 +38,35 @@ _UNSET = msgspec.UNSET
 _LARGEST = sys.float_info.max
 
 
+#: Ints a double holds exactly, whatever else they are: those of at most
+#: 53 bits.
+_EXACT_INT = 2 ** 53
+
+
+def _small_ints(numbers: Sequence, kinds: tuple[type, ...], width: int
+                ) -> bool:
+    """Whether every int of ``numbers`` (rows of ``width`` values, of the
+    types ``kinds``) has at most 53 bits, so that its double is exact: a
+    few passes in C over the int columns, where comparing every value
+    with its double makes a float object of each."""
+    for column, kind in enumerate(kinds):
+        if kind is int:
+            values = numbers[column::width]
+            if min(values) < -_EXACT_INT or max(values) > _EXACT_INT:
+                return False
+    return True
+
+
+def _exact(floats: array, numbers: Sequence, kinds: tuple[type, ...],
+           width: int) -> bool:
+    """Whether ``floats`` hold ``numbers`` (rows of ``width`` values, of
+    the types ``kinds``) exactly: every int does when none is past 53
+    bits, else each value is compared with its double (int == float
+    compares exactly)."""
+    return (int not in kinds or _small_ints(numbers, kinds, width)
+            or floats.tolist() == list(numbers))
+
+
 def columns(text: str, instance_found: list[Entry] | None = None
             ) -> Columns | None:
     """The columns of a report whose every entry is well formed, or None.
@@ -84,7 +113,7 @@ def _entries_columns(entries: list[Entry],
     # Doubles, with no object per value, unless an int is past the
     # doubles' exact ints (int == float compares exactly). Exact ints
     # are in range: only an inexact one can have rounded to the largest.
-    exact = int not in kinds or floats.tolist() == list(numbers)
+    exact = _exact(floats, numbers, kinds, len(kinds))
     if not exact and _LARGEST in map(abs, floats) and not all(
             -_LARGEST <= number <= _LARGEST for number in numbers):
         return None
@@ -167,25 +196,6 @@ def _read_by_kind(parsed: list[list[Entry]], positions: list[int],
             [position for _, at in groups.values() for position in at])
 
 
-#: Ints a double holds exactly, whatever else they are: those of at most
-#: 53 bits.
-_EXACT_INT = 2 ** 53
-
-
-def _small_ints(numbers: list, kinds: tuple[type, ...], width: int
-                ) -> bool:
-    """Whether every int of ``numbers`` (rows of ``width`` values, of the
-    types ``kinds``) has at most 53 bits, so that its double is exact: a
-    few passes in C over the int columns, where comparing every value
-    with its double makes a float object of each."""
-    for column, kind in enumerate(kinds):
-        if kind is int:
-            values = numbers[column::width]
-            if min(values) < -_EXACT_INT or max(values) > _EXACT_INT:
-                return False
-    return True
-
-
 def _read_alike(parsed: list[list[Entry]], positions: list[int],
                 found: list[Columns | None]) -> bool:
     """``refresh_columns`` of reports expected alike (their entries at
@@ -212,8 +222,7 @@ def _read_alike(parsed: list[list[Entry]], positions: list[int],
         return False
     # A report with an int without an exact double, or with times of
     # its own per metric (one per monitor plugin), is read one by one.
-    exact = (int not in kinds or _small_ints(numbers, kinds, width)
-             or floats.tolist() == numbers)
+    exact = _exact(floats, numbers, kinds, width)
     texts = [entry.timestamp for entry in flat]
     firsts = texts[::width]
     uniform = all(texts[column::width] == firsts
