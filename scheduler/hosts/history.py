@@ -244,17 +244,18 @@ class MetricHistory:
              in zip(metrics.items(), times, strict=True)}, window)
 
     def appended_report(self, names: tuple[str, ...],
-                        times: Sequence[float], values: Sequence[float],
+                        times: float | Sequence[float],
+                        values: Sequence[float],
                         window: float,
                         unsettled: list["MetricHistory"] | None = None
                         ) -> "MetricHistory":
         """``appended_readings`` of one report given as columns: the
         metric ``names`` (one tuple object for every report of the same
-        metrics, in the same order), each one's time (epoch seconds) and
-        value, at the same positions. Held as one block of rows
-        (``history_block``) while every metric gains a report and keeps
-        as many as the others; else as ``appended_readings`` holds them,
-        until they keep as many again.
+        metrics, in the same order), each one's time (epoch seconds; one
+        float: all metrics') and value, at the same positions. Held as
+        one block of rows (``history_block``) while every metric gains a
+        report and keeps as many as the others; else as
+        ``appended_readings`` holds them, until they keep as many again.
 
         A report of the metrics of the block, its values an
         ``array('d')`` (kept, not copied: never change it), is held
@@ -268,37 +269,37 @@ class MetricHistory:
         full goes, its reports added later, with others', by
         ``settle_together`` (a refresh's); None: added now."""
         deferred = self._deferred
-        held_back = (type(values) is array and values.typecode == "d"
-                     and window > 0
-                     and len(values) == len(times) == len(names))
+        count = len(names)
+        # No layout is of no metrics: such a report is never held back.
+        when = (history_block.held_times(times, count)
+                if count and type(values) is array and values.typecode == "d"
+                and window > 0 and len(values) == count
+                and (type(times) is float or len(times) == count) else None)
         if deferred is not None:
             base, held_window, waiting, rows, layout = deferred
             held = layout.names
-            if (held_back and held_window == window
+            if (when is not None and held_window == window
                     and (names is held or names == held)):
                 if len(rows) < DEFERRED_REPORTS:
-                    return _deferring(
-                        base, window,
-                        (*waiting, history_block.held_times(times)),
-                        (*rows, values), layout)
+                    return _deferring(base, window, (*waiting, when),
+                                      (*rows, values), layout)
                 if unsettled is not None:
                     unsettled.append(self)
-                    return _deferring(
-                        self, window, (history_block.held_times(times),),
-                        (values,), layout)
+                    return _deferring(self, window, (when,), (values,),
+                                      layout)
             self._settle()
         layout = self._layout
-        if (held_back and layout is not None
+        if (when is not None and layout is not None
                 and (names is layout.names or names == layout.names)):
-            return _deferring(self, window,
-                              (history_block.held_times(times),), (values,),
-                              layout)
+            return _deferring(self, window, (when,), (values,), layout)
         return self._appended_now(names, times, values, window)
 
     def _appended_now(self, names: tuple[str, ...],
-                      times: Sequence[float], values: Sequence[float],
+                      times: float | Sequence[float],
+                      values: Sequence[float],
                       window: float) -> "MetricHistory":
         """``appended_report``, the report added now."""
+        times = history_block.report_times(times, len(names))
         layout = self._layout
         if len(times) == len(values) == len(names):
             if layout is not None and (names is layout.names
@@ -357,8 +358,7 @@ def _deferring(base: MetricHistory, window: float,
     """A history of ``base`` with reports of ``layout`` held back
     (``appended_report``)."""
     history = _new_history(MetricHistory)
-    history._series = history._layout = history._block = None
-    history._memo = None
+    history._series = history._layout = history._block = history._memo = None
     history._deferred = (base, window, times, rows, layout)
     return history
 

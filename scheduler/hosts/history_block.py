@@ -128,11 +128,15 @@ def report_times(held: float | Sequence[float],
     return (held,) * metrics if type(held) is float else held
 
 
-def held_times(times: Sequence[float]) -> float | tuple[float, ...]:
-    """A held-back report's times as ``appended_rows`` takes them: one
-    float when every metric has it (the pass then checks less)."""
-    first = times[0]
+def held_times(times: float | Sequence[float],
+               metrics: int) -> float | tuple[float, ...]:
+    """A held-back report's times (each of its ``metrics``', or one float
+    for all) as ``appended_rows`` takes them: one float when every metric
+    has it (the pass then checks less)."""
     # Not for 0.0: -0.0 counts as equal, and would be held as 0.0.
+    if type(times) is float:
+        return times if times else (times,) * metrics
+    first = times[0]
     if type(first) is float and first and times.count(first) == len(times):
         return first
     return tuple(times)
