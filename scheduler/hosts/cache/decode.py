@@ -201,7 +201,7 @@ def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
         return held.appended(metrics, window)
     names, stamps = metrics.layout.names, metrics.stamps
     if type(stamps) is datetime.datetime:
-        times: Sequence[float] = (epoch(stamps),) * len(names)
+        times: float | Sequence[float] = epoch(stamps)
     else:
         times = history_block.epochs(stamps)
     return held.appended_report(names, times, floats, window, unsettled)
@@ -242,9 +242,11 @@ def reported(row: NodeRow, previous: Decoded, history_window: float,
             or row.cpu_info != text[1] or row.networks != text[2]):
         return None
     own, node = row.instance_metrics, row.hypervisor_hostname
+    # The row's own column alone: what ``on_first_use`` reads then,
+    # without its call and wrapper.
     instances = (_NO_INSTANCES if own is None else
-                 instance_metrics_mod.OnFirstUse(
-                     instance_entries.on_first_use(node, own), node))
+                 instance_metrics_mod.OnFirstUse(functools.partial(
+                     instance_entries.column_entries, own, node), node))
     return _new_tuple(Decoded, (
         (metrics_key(row.metrics), text[1], text[2], instances_key(own)),
         metrics, frozenset(), instances, previous.cpu_info,
