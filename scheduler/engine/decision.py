@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import math
 from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 
 import numpy as np
@@ -121,12 +122,13 @@ class Weighed:
 _Rejected = tuple[hm.HostState, str, filters.Rejection]
 
 
-def histogram(total: int, rejected: Sequence[HostResult]) -> str:
-    """``0/40 hosts available: 25 RamFilter (insufficient RAM), ...``."""
-    counts = collections.Counter((r.filtered_by, r.reason) for r in rejected)
+def histogram(total: int, rejected: Mapping[tuple[str, str], int]) -> str:
+    """``0/40 hosts available: 25 RamFilter (insufficient RAM), ...``;
+    ``rejected``: hosts by (filter or weigher name, reason)
+    (``Removed.reasons``)."""
     parts = [f"{count} {name} ({reason})" for (name, reason), count in
-             sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
-    available = total - len(rejected)
+             sorted(rejected.items(), key=lambda item: (-item[1], item[0]))]
+    available = total - sum(rejected.values())
     text = f"{available}/{total} hosts available"
     return f"{text}: {', '.join(parts)}" if parts else text
 
@@ -171,6 +173,28 @@ class Removed:
         if self._records is None:
             self._records = self._collect(spec)
         return self._records
+
+    def reasons(self, spec: RequestSpec, table: HostTable
+                ) -> collections.Counter[tuple[str, str]]:
+        """Removed hosts by (filter or weigher name, reason): what a
+        NoValidHost summary counts. A column form's reasons are read
+        from ``table`` where its filter can (``rejection_reasons``), so
+        that a full fleet builds no host state; the other hosts are
+        asked why, as ``records`` asks them."""
+        counts = collections.Counter((judge.name, rejection.reason)
+                                     for _row, judge, rejection
+                                     in self._known)
+        for host_filter, rows in self._batches:
+            found = plugin_guard.reasons(host_filter, table, rows, spec)
+            if found is None:
+                found = [(rejection or filters.UNEXPLAINED).reason
+                         for rejection in plugin_guard.explanations(
+                             host_filter, [self._hosts[row]
+                                           for row in rows.tolist()],
+                             spec)]
+            counts.update(zip([host_filter.name] * len(found), found,
+                              strict=True))
+        return counts
 
     def _collect(self, spec: RequestSpec) -> list[_Rejected]:
         found = [(row, (self._hosts[row], judge.name, rejection))

@@ -216,8 +216,7 @@ class FilterScheduler:
             candidates=len(weighed.rows), hosts=len(hosts),
             removed_by=removed.counts(),
             summary="" if picked else histogram(
-                len(hosts), [decision_mod.result_of(record)
-                             for record in removed.records(spec)]),
+                len(hosts), removed.reasons(spec, table)),
             _explain=lambda: decision_mod.results_of(
                 table, weighed, weighed.rows[best_first(
                     weighed.totals, table.name_rank(), rows=weighed.rows)],

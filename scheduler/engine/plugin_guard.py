@@ -194,6 +194,32 @@ def explanations(host_filter: BaseHostFilter, hosts: Sequence[HostState],
     return found
 
 
+def reasons(host_filter: BaseHostFilter, table: HostTable,
+            rows: np.ndarray, spec: RequestSpec) -> Sequence[str] | None:
+    """The reasons the column form of ``host_filter`` removed the hosts
+    at ``rows`` of ``table`` for, as its ``rejection_reasons()`` reads
+    them from the table; None when it reads none, raised, or answered
+    with something else than one text per host (``explanations`` then
+    asks each host)."""
+    # Plugins that do not subclass BaseHostFilter have no such method.
+    method = getattr(host_filter, "rejection_reasons", None)
+    if method is None:
+        return None
+    try:
+        found = method(table, rows, spec)
+        if found is None:
+            return None
+        if len(found) != len(rows) or not all(
+                type(reason) is str for reason in found):
+            raise TypeError(f"rejection_reasons() returned {len(found)} "
+                            f"values for {len(rows)} hosts, not one text "
+                            "each")
+        return found
+    except Exception as e:
+        errors.report(host_filter.name, "rejection_reasons", e)
+        return None
+
+
 def raw_weights(weigher: BaseHostWeigher, table: HostTable,
                 rows: np.ndarray, spec: RequestSpec
                 ) -> tuple[np.ndarray, np.ndarray | None]:

@@ -30,6 +30,16 @@ def capacity_detail(needed: int, free: float, capacity: int, ratio: float,
             f"{capacity} {unit} x {ratio:g}")
 
 
+def too_large_reason(resource: str) -> str:
+    """The reason of ``too_large``."""
+    return f"instance larger than the node's {resource}"
+
+
+def insufficient_reason(resource: str) -> str:
+    """The reason of a host short of free ``resource``."""
+    return f"insufficient {resource}"
+
+
 def too_large(resource: str, needed: int, total: int, unit: str,
               ratio: float) -> Rejection:
     """The rejection of a host whose whole physical ``total`` is smaller
@@ -39,7 +49,7 @@ def too_large(resource: str, needed: int, total: int, unit: str,
     more than the node has (Nova's old filters and placement's
     ``max_unit`` refuse it too), whatever the allocation ratio.
     """
-    return Rejection(f"instance larger than the node's {resource}",
+    return Rejection(too_large_reason(resource),
                      f"needs {needed} {unit}, the node has {total} {unit} "
                      f"in all (ratio {ratio:g} applies to the sum of "
                      "instances, not to one)")
@@ -89,5 +99,14 @@ class CapacityFilter(BaseHostFilter):
         if needed <= free:
             return too_large(self.resource, needed, capacity, self.unit,
                              ratio)
-        return Rejection(f"insufficient {self.resource}", capacity_detail(
-            needed, free, capacity, ratio, self.unit))
+        return Rejection(insufficient_reason(self.resource),
+                         capacity_detail(needed, free, capacity, ratio,
+                                         self.unit))
+
+    def rejection_reasons(self, table: HostTable, rows: np.ndarray,
+                          spec: RequestSpec) -> list[str]:
+        needed = getattr(spec.flavor, self.flavor_amount)
+        short = (table.attribute(self.free)[rows] < needed).tolist()
+        insufficient = insufficient_reason(self.resource)
+        larger = too_large_reason(self.resource)
+        return [insufficient if lacking else larger for lacking in short]

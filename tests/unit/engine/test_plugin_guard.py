@@ -10,6 +10,7 @@ from scheduler import exception
 from scheduler import filters
 from scheduler import weights
 from scheduler.engine import plugin_guard
+from scheduler.filters import ram_filter
 from scheduler.hosts.table import HostTable
 from tests.unit.engine.fakes import SICK
 from tests.unit.engine.fakes import errors_counted
@@ -275,3 +276,63 @@ def test_raw_weights_mark_the_hosts_that_failed(conf):
         FreeRamWeigher(conf), table, np.arange(3), spec())
     assert failed.tolist() == [False, True, False]
     assert np.isnan(raw[1]) and raw[0] > 0 and raw[2] > 0
+
+
+class _ReasonsFilter(filters.BaseHostFilter):
+    """Removes every host; its reasons from the table as ``answer``
+    says, each host's ``why_rejected`` otherwise."""
+
+    def __init__(self, conf, answer):
+        super().__init__(conf)
+        self.answer = answer
+
+    def passes(self, table, spec):
+        return np.zeros(len(table), dtype=bool)
+
+    def why_rejected(self, host, spec):
+        return filters.Rejection("full", host.host)
+
+    def rejection_reasons(self, table, rows, spec):
+        return self.answer(rows)
+
+
+def _no_valid_host(conf, host_filter):
+    with pytest.raises(exception.NoValidHost) as error:
+        make(conf, [host_filter]).select(spec(), fleet())
+    return str(error.value)
+
+
+def test_a_no_valid_host_summary_reads_the_reasons_from_the_table(conf):
+    def forbidden(host, spec):
+        raise AssertionError("asked a host")
+
+    host_filter = _ReasonsFilter(conf, lambda rows: ["full"] * len(rows))
+    host_filter.why_rejected = forbidden
+    assert _no_valid_host(conf, host_filter) == (
+        "0/3 hosts available: 3 _ReasonsFilter (full)")
+    assert errors_counted("_ReasonsFilter") == 0
+
+
+def test_the_ram_filter_summary_asks_no_host_why(conf, monkeypatch):
+    def forbidden(self, host, spec):
+        raise AssertionError("asked a host")
+
+    monkeypatch.setattr(ram_filter.RamFilter, "why_rejected", forbidden)
+    scheduler = make(conf, [ram_filter.RamFilter(conf)])
+    with pytest.raises(exception.NoValidHost) as error:
+        scheduler.select(spec(ram=10 ** 9), fleet())
+    assert str(error.value) == (
+        "0/3 hosts available: 3 RamFilter (insufficient RAM)")
+    assert errors_counted("RamFilter") == 0
+
+
+@pytest.mark.parametrize("answer", [
+    lambda rows: None,
+    lambda rows: ["full"] * (len(rows) - 1),
+    lambda rows: [1] * len(rows),
+    lambda rows: {}["raises"],
+])
+def test_reasons_it_cannot_read_are_asked_of_each_host(conf, answer):
+    host_filter = _ReasonsFilter(conf, answer)
+    summary = _no_valid_host(conf, host_filter)
+    assert summary == "0/3 hosts available: 3 _ReasonsFilter (full)"
