@@ -47,6 +47,11 @@ class ComputeFilter(BaseHostFilter):
         age = (now - host.updated_at).total_seconds()
         return Rejection("down", f"no heartbeat for {int(age)} s")
 
+    def rejection_reasons(self, table: HostTable, rows: np.ndarray,
+                          spec: RequestSpec) -> list[str]:
+        disabled = table.attribute("disabled", bool)[rows].tolist()
+        return ["disabled" if off else "down" for off in disabled]
+
     def _heartbeat_window(
             self, spec: RequestSpec
     ) -> tuple[datetime.datetime, datetime.datetime]:

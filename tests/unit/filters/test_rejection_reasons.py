@@ -1,12 +1,15 @@
-"""RamFilter, CoreFilter and DiskFilter read the reasons of the hosts they
-removed from the host table (``rejection_reasons``): the reasons their
-``why_rejected`` gives each host, without a host state."""
+"""RamFilter, CoreFilter, DiskFilter and ComputeFilter read the reasons of
+the hosts they removed from the host table (``rejection_reasons``): the
+reasons their ``why_rejected`` gives each host, without a host state."""
+
+import datetime
 
 import numpy as np
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from scheduler.db import models
 from scheduler.hosts.table import HostTable
 from tests.fakes import make_host
 from tests.unit.filters.fakes import OUR_FILTERS
@@ -60,3 +63,22 @@ def test_both_reasons_are_read():
     assert host_filter.rejection_reasons(
         table, np.array([0, 1, 2]), make_spec({"memory_mb": 1024})) == [
             "insufficient RAM", larger, larger]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.none() | st.integers(0, 600)),
+                min_size=1, max_size=12))
+def test_the_compute_filter_reads_disabled_and_down(nodes):
+    conf = plain_conf()
+    host_filter = OUR_FILTERS["ComputeFilter"](conf)
+    now = models.utcnow()
+    hosts = [make_host(f"node-{index}", disabled=disabled,
+                       disabled_reason=None, updated_at=None if age is None
+                       else now - datetime.timedelta(seconds=age))
+             for index, (disabled, age) in enumerate(nodes)]
+    spec = make_spec()
+    table = HostTable(hosts)
+    rows = np.flatnonzero(~host_filter.passes(table, spec))
+    assert host_filter.rejection_reasons(table, rows, spec) == [
+        host_filter.why_rejected(hosts[row], spec).reason
+        for row in rows.tolist()]
