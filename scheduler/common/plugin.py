@@ -25,3 +25,9 @@ class ConfiguredPlugin:
         """Whether this class writes ``method`` itself rather than
         inheriting ``base``'s."""
         return getattr(cls, method) is not getattr(base, method)
+
+    @classmethod
+    def _writer_of(cls, method: str) -> type:
+        """The class of this one's ancestry (itself included) whose
+        ``method`` it has."""
+        return next(klass for klass in cls.__mro__ if method in vars(klass))

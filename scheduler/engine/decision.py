@@ -147,6 +147,8 @@ class Removed:
         self._batches: list[tuple[object, np.ndarray]] = []
         self._known: list[tuple[int, object, filters.Rejection]] = []
         self._records: list[_Rejected] | None = None
+        #: Each batch's rejections, by its position, once asked.
+        self._explained: dict[int, list[filters.Rejection]] = {}
 
     def add(self, row: int, judge: object,
             rejection: filters.Rejection) -> None:
@@ -168,8 +170,7 @@ class Removed:
 
     def records(self, spec: RequestSpec) -> list[_Rejected]:
         """(host, judge's name, rejection) of every removed host, in row
-        order; the filters are asked once, however often it is called
-        (a NoValidHost summary, then explain output)."""
+        order."""
         if self._records is None:
             self._records = self._collect(spec)
         return self._records
@@ -179,34 +180,43 @@ class Removed:
         """Removed hosts by (filter or weigher name, reason): what a
         NoValidHost summary counts. A column form's reasons are read
         from ``table`` where its filter can (``rejection_reasons``), so
-        that a full fleet builds no host state; the other hosts are
-        asked why, as ``records`` asks them."""
+        that a full fleet builds no host state; the other batches' hosts
+        are asked why (``_why``)."""
         counts = collections.Counter((judge.name, rejection.reason)
                                      for _row, judge, rejection
                                      in self._known)
-        for host_filter, rows in self._batches:
+        for batch, (host_filter, rows) in enumerate(self._batches):
             found = plugin_guard.reasons(host_filter, table, rows, spec)
             if found is None:
-                found = [(rejection or filters.UNEXPLAINED).reason
-                         for rejection in plugin_guard.explanations(
-                             host_filter, [self._hosts[row]
-                                           for row in rows.tolist()],
-                             spec)]
+                found = [rejection.reason
+                         for rejection in self._why(batch, spec)]
             counts.update(zip([host_filter.name] * len(found), found,
                               strict=True))
         return counts
 
+    def _why(self, batch: int, spec: RequestSpec) -> list[filters.Rejection]:
+        """Why the column form of ``batch`` removed each of its hosts,
+        asked once whatever asks it (a NoValidHost summary, then explain
+        output): a plugin's failures are counted once."""
+        found = self._explained.get(batch)
+        if found is None:
+            host_filter, rows = self._batches[batch]
+            found = self._explained[batch] = [
+                rejection or filters.UNEXPLAINED
+                for rejection in plugin_guard.explanations(
+                    host_filter, [self._hosts[row] for row in rows.tolist()],
+                    spec)]
+        return found
+
     def _collect(self, spec: RequestSpec) -> list[_Rejected]:
         found = [(row, (self._hosts[row], judge.name, rejection))
                  for row, judge, rejection in self._known]
-        for host_filter, rows in self._batches:
-            hosts = [self._hosts[row] for row in rows.tolist()]
-            for row, host, rejection in zip(
-                    rows.tolist(), hosts,
-                    plugin_guard.explanations(host_filter, hosts, spec),
-                    strict=True):
-                found.append((row, (host, host_filter.name, rejection
-                                    or filters.UNEXPLAINED)))
+        for batch, (host_filter, rows) in enumerate(self._batches):
+            found.extend(
+                (row, (self._hosts[row], host_filter.name, rejection))
+                for row, rejection in zip(rows.tolist(),
+                                          self._why(batch, spec),
+                                          strict=True))
         found.sort(key=lambda item: item[0])
         return [record for _row, record in found]
 

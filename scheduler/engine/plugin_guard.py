@@ -201,12 +201,11 @@ def reasons(host_filter: BaseHostFilter, table: HostTable,
     them from the table; None when it reads none, raised, or answered
     with something else than one text per host (``explanations`` then
     asks each host)."""
-    # Plugins that do not subclass BaseHostFilter have no such method.
-    method = getattr(host_filter, "rejection_reasons", None)
-    if method is None:
+    # Plugins that do not subclass BaseHostFilter read none.
+    if not getattr(host_filter, "reads_reasons", False):
         return None
     try:
-        found = method(table, rows, spec)
+        found = host_filter.rejection_reasons(table, rows, spec)
         if found is None:
             return None
         if len(found) != len(rows) or not all(

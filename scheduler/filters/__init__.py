@@ -90,6 +90,9 @@ class BaseHostFilter(ConfiguredPlugin):
     #: Which forms the class writes itself (set for each subclass).
     writes_per_host_form = False
     writes_column_form = False
+    #: Whether its ``rejection_reasons`` stand for its ``why_rejected``
+    #: (set for each subclass).
+    reads_reasons = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -100,6 +103,14 @@ class BaseHostFilter(ConfiguredPlugin):
             cls._overrides(BaseHostFilter, "reject")
             or cls._overrides(BaseHostFilter, "rejections"))
         cls.writes_column_form = cls._overrides(BaseHostFilter, "passes")
+        # A subclass that words its rejections anew (``why_rejected``),
+        # or judges host by host, below the reasons it inherits is asked
+        # host by host: the inherited reasons would be another's.
+        cls.reads_reasons = (
+            cls._overrides(BaseHostFilter, "rejection_reasons")
+            and not cls.writes_per_host_form
+            and issubclass(cls._writer_of("rejection_reasons"),
+                           cls._writer_of("why_rejected")))
 
     def validate_request(self, spec: RequestSpec) -> None:
         """Raise InvalidRequest-style errors for malformed input the
@@ -172,7 +183,9 @@ class BaseHostFilter(ConfiguredPlugin):
         columns; None (the default): each host is asked
         ``why_rejected()``. A NoValidHost summary counts hosts by reason
         only: asked host by host, a full fleet of 20,000 built a state
-        and worded a detail for every host, about 25 placements' CPU."""
+        and worded a detail for every host, ten placements' CPU or more.
+        A subclass that writes ``why_rejected``, ``reject`` or
+        ``rejections`` without this is asked host by host."""
         return None
 
     def _rejections_from_column(self, hosts: Sequence[HostState],

@@ -106,7 +106,8 @@ class CapacityFilter(BaseHostFilter):
     def rejection_reasons(self, table: HostTable, rows: np.ndarray,
                           spec: RequestSpec) -> list[str]:
         needed = getattr(spec.flavor, self.flavor_amount)
-        short = (table.attribute(self.free)[rows] < needed).tolist()
+        # As why_rejected compares: a NaN free amount has no room.
+        room = (table.attribute(self.free)[rows] >= needed).tolist()
         insufficient = insufficient_reason(self.resource)
         larger = too_large_reason(self.resource)
-        return [insufficient if lacking else larger for lacking in short]
+        return [larger if fits else insufficient for fits in room]

@@ -132,11 +132,12 @@ def held_times(times: float | Sequence[float],
                metrics: int) -> float | tuple[float, ...]:
     """A held-back report's times (each of its ``metrics``', or one float
     for all) as ``appended_rows`` takes them: one float when every metric
-    has it (the pass then checks less)."""
-    # Not for 0.0: -0.0 counts as equal, and would be held as 0.0.
+    has it (the pass then checks less), but for 0.0 or -0.0 (their sign
+    kept as given)."""
     if type(times) is float:
         return times if times else (times,) * metrics
     first = times[0]
+    # Not for 0.0: -0.0 counts as equal, and would be held as 0.0.
     if type(first) is float and first and times.count(first) == len(times):
         return first
     return tuple(times)

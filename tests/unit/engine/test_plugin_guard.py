@@ -336,3 +336,68 @@ def test_reasons_it_cannot_read_are_asked_of_each_host(conf, answer):
     host_filter = _ReasonsFilter(conf, answer)
     summary = _no_valid_host(conf, host_filter)
     assert summary == "0/3 hosts available: 3 _ReasonsFilter (full)"
+
+
+class _Narrowed(ram_filter.RamFilter):
+    """Words its rejections anew: the reasons it inherits are not its."""
+
+    def passes(self, table, spec):
+        return super().passes(table, spec) & (
+            table.attribute("vcpus") >= 8)
+
+    def why_rejected(self, host, spec):
+        return filters.Rejection("fewer than 8 vCPUs", host.host)
+
+
+class _Judged(ram_filter.RamFilter):
+    """Judges host by host, below the column form it inherits."""
+
+    def reject(self, host, spec):
+        return filters.Rejection("no room", host.host)
+
+
+def test_a_subclass_wording_its_rejections_is_asked_host_by_host(conf):
+    hosts = [host("a", vcpus=4), host("b", vcpus=4, ram_mb=512)]
+    with pytest.raises(exception.NoValidHost) as error:
+        make(conf, [_Narrowed(conf)]).select(spec(ram=1024), hosts)
+    assert str(error.value) == (
+        "0/2 hosts available: 2 _Narrowed (fewer than 8 vCPUs)")
+
+
+def test_a_subclass_judging_host_by_host_is_asked_so(conf):
+    with pytest.raises(exception.NoValidHost) as error:
+        make(conf, [_Judged(conf)]).select(spec(ram=10 ** 9), fleet())
+    assert str(error.value) == "0/3 hosts available: 3 _Judged (no room)"
+
+
+def test_a_column_form_without_words_counts_its_hosts_as_rejected(conf):
+    class Silent(filters.BaseHostFilter):
+        def passes(self, table, spec):
+            return np.zeros(len(table), dtype=bool)
+
+    assert _no_valid_host(conf, Silent(conf)) == (
+        "0/3 hosts available: 3 Silent (rejected)")
+
+
+def test_reasons_that_raise_are_counted_as_the_plugin_s_error(conf):
+    host_filter = _ReasonsFilter(conf, lambda rows: {}["raises"])
+    before = errors_counted("_ReasonsFilter")
+    _no_valid_host(conf, host_filter)
+    assert errors_counted("_ReasonsFilter") == before + 1
+
+
+def test_explain_asks_each_removed_host_why_once(conf):
+    class Raising(filters.BaseHostFilter):
+        def passes(self, table, spec):
+            return np.zeros(len(table), dtype=bool)
+
+        def why_rejected(self, host, spec):
+            raise KeyError("x")
+
+    before = errors_counted("Raising")
+    decision = make(conf, [Raising(conf)]).explain(spec(), fleet())
+    assert decision.summary == (
+        "0/3 hosts available: 3 Raising (Raising failed: KeyError)")
+    assert [result.reason for result in decision.results] == [
+        "Raising failed: KeyError"] * 3
+    assert errors_counted("Raising") == before + 3

@@ -65,6 +65,18 @@ def test_both_reasons_are_read():
             "insufficient RAM", larger, larger]
 
 
+def test_a_free_amount_not_a_number_is_insufficient():
+    # An infinite ratio over a node of nothing: 0 x inf.
+    host_filter = OUR_FILTERS["RamFilter"](plain_conf())
+    hosts = [make_host("nothing", memory_mb=0,
+                       ram_allocation_ratio=float("inf"))]
+    spec = make_spec({"memory_mb": 1024})
+    assert host_filter.why_rejected(hosts[0], spec).reason == (
+        "insufficient RAM")
+    assert host_filter.rejection_reasons(
+        HostTable(hosts), np.array([0]), spec) == ["insufficient RAM"]
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.none() | st.integers(0, 600)),
                 min_size=1, max_size=12))

@@ -230,6 +230,14 @@ def test_values_not_held_as_doubles_are_added_at_once():
         assert later.statistic("memory.used", "max", 3600.0) == 4.0
 
 
+def test_a_report_given_one_time_for_all_its_metrics_is_held_back():
+    names, held = _two_metrics()
+    later = held.appended_report(names, T0 + 60.0, array("d", [3.0, 4.0]),
+                                 3600.0)
+    assert later._deferred is not None
+    assert later.statistic("memory.used", "max", 3600.0) == 4.0
+
+
 def test_reports_of_one_time_each_pass_on_rows_of_several():
     # A report stamped per plugin is held; later ones of one time each
     # still go in one pass, through the per-metric checks.
