@@ -190,8 +190,8 @@ class Removed:
             if found is None:
                 found = [rejection.reason
                          for rejection in self._why(batch, spec)]
-            counts.update(zip([host_filter.name] * len(found), found,
-                              strict=True))
+            for reason, hosts in collections.Counter(found).items():
+                counts[host_filter.name, reason] += hosts
         return counts
 
     def _why(self, batch: int, spec: RequestSpec) -> list[filters.Rejection]:
