@@ -242,11 +242,9 @@ def reported(row: NodeRow, previous: Decoded, history_window: float,
             or row.cpu_info != text[1] or row.networks != text[2]):
         return None
     own, node = row.instance_metrics, row.hypervisor_hostname
-    # The row's own column alone: what ``on_first_use`` reads then,
-    # without its call and wrapper.
     instances = (_NO_INSTANCES if own is None else
-                 instance_metrics_mod.OnFirstUse(functools.partial(
-                     instance_entries.column_entries, own, node), node))
+                 instance_metrics_mod.OnFirstUse(
+                     instance_entries.on_first_use(node, own), node))
     return _new_tuple(Decoded, (
         (metrics_key(row.metrics), text[1], text[2], instances_key(own)),
         metrics, frozenset(), instances, previous.cpu_info,
