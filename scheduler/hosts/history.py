@@ -281,8 +281,8 @@ class MetricHistory:
             if (when is not None and held_window == window
                     and (names is held or names == held)):
                 if len(rows) < DEFERRED_REPORTS:
-                    return _deferring(base, window, (*waiting, when),
-                                      (*rows, values), layout)
+                    return _deferring(base, window, waiting + (when,),
+                                      rows + (values,), layout)
                 if unsettled is not None:
                     unsettled.append(self)
                     return _deferring(self, window, (when,), (values,),

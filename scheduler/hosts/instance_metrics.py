@@ -83,12 +83,16 @@ class OnFirstUse(Mapping):
     """
 
     # Slots and no lock of its own: one is made per report.
-    __slots__ = ("_entries", "_node", "_decoded")
+    __slots__ = ("_entries", "_node", "_decoded", "_text")
 
-    def __init__(self, entries: Callable[[], list[dict]], node: str):
-        #: The instance entries of the report, when called.
+    def __init__(self, entries: Callable[..., list[dict]], node: str,
+                 text: str | None = None):
+        #: The instance entries of the report, when called (with the
+        #: column's ``text`` and the ``node`` when a text is given: no
+        #: reader object per report for the common column alone).
         self._entries = entries
         self._node = node
+        self._text = text
         self._decoded: dict[str, dict[str, hm.Metric]] | None = None
 
     def _metrics(self) -> dict[str, dict[str, hm.Metric]]:
@@ -100,8 +104,11 @@ class OnFirstUse(Mapping):
         with _DECODING:
             if self._decoded is None:
                 problems: list[str] = []
-                self._decoded = decode(self._entries(), problems)
-                self._entries = list
+                text = self._text
+                self._decoded = decode(
+                    self._entries() if text is None
+                    else self._entries(text, self._node), problems)
+                self._entries, self._text = list, None
                 if problems:
                     LOG.warning(
                         "Compute node %s reports malformed instance "

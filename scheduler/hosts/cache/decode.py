@@ -57,6 +57,10 @@ class Decoded(NamedTuple):
 
 
 _new_tuple = tuple.__new__
+#: ``epoch()`` of a report's one time: the reports of a refresh share a
+#: few (``metric_entries.recent_stamps`` hands out one object per text),
+#: where a conversion makes a timedelta and a float per report.
+_stamp_epoch = functools.lru_cache(maxsize=256)(epoch)
 
 
 def metrics_key(text: str) -> tuple[int, int]:
@@ -81,6 +85,9 @@ def instances_key(text: str | None) -> tuple[int, int] | None:
 #: mapping, not an object (and a lock) per host and report.
 _NO_INSTANCES: Mapping[str, Mapping[str, Metric]] = types.MappingProxyType(
     {})
+#: The bad metrics of every well-formed report: ``frozenset()`` makes a
+#: set object per call.
+_NO_BAD_METRICS: frozenset[str] = frozenset()
 
 
 def decode_metrics(text: str, problems: list[str],
@@ -201,7 +208,7 @@ def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
         return held.appended(metrics, window)
     names, stamps = metrics.layout.names, metrics.stamps
     if type(stamps) is datetime.datetime:
-        times: float | Sequence[float] = epoch(stamps)
+        times: float | Sequence[float] = _stamp_epoch(stamps)
     else:
         times = history_block.epochs(stamps)
     return held.appended_report(names, times, floats, window, unsettled)
@@ -244,10 +251,10 @@ def reported(row: NodeRow, previous: Decoded, history_window: float,
     own, node = row.instance_metrics, row.hypervisor_hostname
     instances = (_NO_INSTANCES if own is None else
                  instance_metrics_mod.OnFirstUse(
-                     instance_entries.on_first_use(node, own), node))
+                     instance_entries.column_entries, node, own))
     return _new_tuple(Decoded, (
         (metrics_key(row.metrics), text[1], text[2], instances_key(own)),
-        metrics, frozenset(), instances, previous.cpu_info,
+        metrics, _NO_BAD_METRICS, instances, previous.cpu_info,
         previous.networks, (),
         _history(previous, metrics, floats, history_window, unsettled),
         history_mod.EMPTY))
@@ -299,7 +306,7 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     node = row.hypervisor_hostname
     if columns is not None:
         metrics, floats, instances_held = columns
-        bad_metrics: frozenset[str] = frozenset()
+        bad_metrics: frozenset[str] = _NO_BAD_METRICS
         entries, readings = _parsed_instances(row, instances_held, in_report)
     else:
         found_entries: list[dict] = []

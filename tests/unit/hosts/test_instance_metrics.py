@@ -143,3 +143,22 @@ def test_snapshots_share_the_instance_entries(host_of):
     copy.consume(1, 128, 1, "vm-new")
     assert im.instance_metric(copy, "vm-a", im.CPU_PERCENT, None) == 20.0
     assert "vm-new" not in host.instances
+
+
+def test_on_first_use_of_a_column_text_reads_it_once_then_lets_it_go():
+    """The form a report's own instance column takes (no reader object
+    per report): the reader gets the text and the node, once, and the
+    text is not kept once decoded."""
+    calls = []
+    text = json.dumps([entry(im.CPU_PERCENT, 40.0, instance="vm-1")])
+
+    def read(column: str, node: str) -> list[dict]:
+        calls.append((column, node))
+        return json.loads(column)
+
+    found = im.OnFirstUse(read, "node-1", text)
+    assert calls == []
+    assert found["vm-1"][im.CPU_PERCENT].value == 40.0
+    assert dict(found) == {"vm-1": found["vm-1"]} and len(found) == 1
+    assert calls == [(text, "node-1")]
+    assert found._text is None
