@@ -161,4 +161,4 @@ def test_on_first_use_of_a_column_text_reads_it_once_then_lets_it_go():
     assert found["vm-1"][im.CPU_PERCENT].value == 40.0
     assert dict(found) == {"vm-1": found["vm-1"]} and len(found) == 1
     assert calls == [(text, "node-1")]
-    assert found._text is None
+    assert found._text is None and found._entries is list
