@@ -4,6 +4,8 @@ from the host's metrics, mapped to claims by instance uuid, aged."""
 import datetime
 import json
 import logging
+import threading
+import time
 import uuid
 
 import pytest
@@ -162,3 +164,50 @@ def test_on_first_use_of_a_column_text_reads_it_once_then_lets_it_go():
     assert dict(found) == {"vm-1": found["vm-1"]} and len(found) == 1
     assert calls == [(text, "node-1")]
     assert found._text is None and found._entries is list
+
+
+def test_threads_reading_one_report_at_once_decode_it_once():
+    """A cached host state is shared by every request thread: the first
+    readers race, one decodes, all see the same entries."""
+    calls = []
+    started = threading.Barrier(8)
+    text = json.dumps([entry(im.CPU_PERCENT, 40.0, instance="vm-1")])
+
+    def read(column: str, node: str) -> list[dict]:
+        calls.append(node)
+        # The others meanwhile find nothing decoded and wait for the
+        # decoding under way.
+        time.sleep(0.05)
+        return json.loads(column)
+
+    found = im.OnFirstUse(read, "node-1", text)
+    seen = []
+
+    def reader() -> None:
+        started.wait()
+        seen.append(found["vm-1"][im.CPU_PERCENT].value)
+
+    threads = [threading.Thread(target=reader) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == [40.0] * 8 and calls == ["node-1"]
+
+
+def test_a_reader_that_fails_is_asked_again_on_the_next_read():
+    """Nothing is cached from a failed read: the next one reads the
+    text again rather than answering with no entries."""
+    text = json.dumps([entry(im.CPU_PERCENT, 40.0, instance="vm-1")])
+    answers = [OSError("transient"), json.loads(text)]
+
+    def read(column: str, node: str) -> list[dict]:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    found = im.OnFirstUse(read, "node-1", text)
+    with pytest.raises(OSError):
+        len(found)
+    assert found["vm-1"][im.CPU_PERCENT].value == 40.0 and answers == []
