@@ -249,8 +249,10 @@ def reported(row: NodeRow, previous: Decoded, history_window: float,
             or row.cpu_info != text[1] or row.networks != text[2]):
         return None
     own, node = row.instance_metrics, row.hypervisor_hostname
-    # The row's own column alone, as ``instance_entries.on_first_use``
-    # reads it, without a reader object per report.
+    # The row's own column alone (most reports): its text read on first
+    # use by ``column_entries`` itself, without a reader object per
+    # report (``decode`` gathers its rarer rows' through
+    # ``instance_entries.on_first_use``).
     instances = (_NO_INSTANCES if own is None else
                  instance_metrics_mod.OnFirstUse(
                      instance_entries.column_entries, node, own))

@@ -93,10 +93,8 @@ def on_first_use(node: str, own: str | None, in_metrics: str | None = None,
     those already ``found``, those of the metrics list ``in_metrics``
     (when it holds some) and those of the row's own column ``own``; None
     when there are none."""
-    if in_metrics is None and not found:
-        # The row's own column alone (most reports): read as it is.
-        return (None if own is None
-                else functools.partial(column_entries, own, node))
+    if own is None and in_metrics is None and not found:
+        return None
     return functools.partial(_gathered, node, own, in_metrics, found)
 
 
