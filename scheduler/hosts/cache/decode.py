@@ -40,7 +40,7 @@ class Decoded(NamedTuple):
 
     #: ``(metrics_key(metrics), cpu_info, networks,
     #: instances_key(instance_metrics))`` of the row.
-    text: tuple[tuple[int, int], str, str, tuple[int, int] | None]
+    text: tuple[int, str, str, int | None]
     #: ``reported.ReportedMetrics`` when the report was well formed.
     metrics: Mapping[str, Metric]
     bad_metrics: frozenset[str]
@@ -63,22 +63,23 @@ _new_tuple = tuple.__new__
 _stamp_epoch = functools.lru_cache(maxsize=256)(epoch)
 
 
-def metrics_key(text: str) -> tuple[int, int]:
-    """What the cache keeps of a row's metrics text: its length and hash,
-    enough to tell whether a changed row holds a new report (a refresh)
-    or whether a row changed without moving its change key (a full
-    load). The text itself is most of a host's memory (a report is a few
-    KB), and what the cache needs of it is decoded. Two texts of one
-    length and one 64-bit (keyed) hash would be taken for the same: a
-    collision costs one row's metrics until its next report.
+def metrics_key(text: str) -> int:
+    """What the cache keeps of a row's metrics text: its hash, enough to
+    tell whether a changed row holds a new report (a refresh) or whether
+    a row changed without moving its change key (a full load). The text
+    itself is most of a host's memory (a report is a few KB), and what
+    the cache needs of it is decoded. Two texts of one 64-bit (keyed)
+    hash would be taken for the same: a collision costs one row's
+    metrics until its next report. One int, not a tuple with the text's
+    length: two objects fewer per key, two keys per report.
     """
-    return len(text), hash(text)
+    return hash(text)
 
 
-def instances_key(text: str | None) -> tuple[int, int] | None:
+def instances_key(text: str | None) -> int | None:
     """``metrics_key`` of a row's ``instance_metrics`` column (None:
     NULL)."""
-    return None if text is None else metrics_key(text)
+    return None if text is None else hash(text)
 
 
 #: The instance entries of every report that holds none: one read-only
