@@ -39,7 +39,7 @@ def is_stale(entry: Entry | None, key: KeyRow | NodeRow) -> bool:
     of the node than the change key ``key`` (a scanned row is its own)."""
     if entry is None:
         return True
-    cached = entry.source[0]
+    cached = entry.row
     return (cached.changed_at != key.changed_at
             or cached.generation != key.generation)
 
@@ -64,13 +64,13 @@ def claims_as_cached(rows: Iterable[NodeRow], held: Iterable[Entry | None]
             continue
         # The row the cached state was built from (its key fields as the
         # state holds them): a deferred state stays unbuilt.
-        cached = entry.source[0]
+        cached = entry.row
         reported = row.metrics_updated_at
         if (row.generation == cached.generation + 1
                 and reported is not None
                 and reported == row.changed_at
                 and reported != cached.metrics_updated_at):
-            kept[row.id] = entry.source[1]
+            kept[row.id] = entry.claims
     return kept
 
 

@@ -60,7 +60,7 @@ class RefreshStats:
 
 
 def _order_key(entry: Entry) -> tuple[str, str, int]:
-    row = entry.source[0]
+    row = entry.row
     return row.host, row.hypervisor_hostname, row.id
 
 
@@ -198,7 +198,7 @@ class HostManager(RefreshReads):
         ``instance_group``. Call ``host_states()`` first for fresh ones."""
         with self._lock:
             entries = self._entries
-            return {node_id: entries[node_id].source[1]
+            return {node_id: entries[node_id].claims
                     for node_id in node_ids if node_id in entries}
 
     def record_claim(self, claim: ClaimedUsage) -> bool:
@@ -221,19 +221,19 @@ class HostManager(RefreshReads):
             return False
         with self._lock:
             entry = self._entries.get(claim.node_id)
-            if entry is None or entry.source[0].generation != generation - 1:
+            if entry is None or entry.row.generation != generation - 1:
                 return False
             state = built(entry.state)  # taken in on the state
             if claim.instance_uuid in state.instances:
                 return False
-            row, allocations, ratios = entry.source
+            row, allocations, ratios = entry.source()
             row = row._replace(generation=generation, changed_at=changed_at)
             taken = AllocationRow(
                 claim.node_id, claim.instance_uuid, claim.vcpus,
                 claim.memory_mb, claim.disk_gb, claim.group, changed_at)
             entry = Entry(
                 claimed_state(state, taken, generation),
-                entry.decoded, (row, (*allocations, taken), ratios))
+                entry.decoded, row, (*allocations, taken), ratios)
             # As a refresh that read only this node would; the watermark
             # stays, so that the next refresh reads what changed since.
             self._apply(Changes(
@@ -336,7 +336,7 @@ class HostManager(RefreshReads):
                 continue
             # _order_key() compared inline: a report changes neither name,
             # and this runs for every changed row.
-            row, old_row = entry.source[0], old and old.source[0]
+            row, old_row = entry.row, old and old.row
             if (old_row is None or row.host != old_row.host or
                     row.hypervisor_hostname != old_row.hypervisor_hostname):
                 reorder = True
@@ -347,7 +347,7 @@ class HostManager(RefreshReads):
                 reorder = True
         if reorder:
             ordered = sorted(self._entries.values(), key=_order_key)
-            self._position = {entry.source[0].id: index for index, entry
+            self._position = {entry.row.id: index for index, entry
                               in enumerate(ordered)}
             self._table = HostTable(entry.state for entry in ordered)
         elif replaced:

@@ -306,29 +306,29 @@ class RefreshReads:
             node_id = row.id
             claims = tuple(by_node.get(node_id, ()))
             previous = held[index]
-            decoded = source = None
+            decoded = kept = None
             columns = read and read[index]
             if previous is not None and (reuse or columns is KEPT):
-                source = (kept_row(row), claims, ratios)
-                if reuse and previous.source == source:
+                kept = kept_row(row)
+                if reuse and previous.source() == (kept, claims, ratios):
                     # Unchanged: the same object, so that the host table
                     # keeps its columns.
                     entries[node_id] = previous
                     continue
                 # A claim or a release moved the row, not a report: its
                 # decoding, and the node's history, stay.
-                decoded = reusable_decoding(previous, source[0])
+                decoded = reusable_decoding(previous, kept)
             if decoded is None:
                 decoded = decode.changed(
                     row, previous and previous.decoded, *windows,
                     None if columns is KEPT else columns, unsettled)
                 decoded_rows += 1
-            if source is None:  # the decoding's key: not hashed again
-                source = (kept_row(row, decoded.text), claims, ratios)
+            if kept is None:  # the decoding's key: not hashed again
+                kept = kept_row(row, decoded.text)
             same_claims = (previous.state if kept_claims and previous
                            and node_id in kept_claims else None)
             state = same_claims and reported_host(
-                row, source[0], decoded, previous, ratios, pending_fraction)
+                row, kept, decoded, previous, ratios, pending_fraction)
             if state:
                 kinds[node_id] = change_kinds.REPORT
             entries[node_id] = new_entry((
@@ -336,7 +336,7 @@ class RefreshReads:
                     row, claims, decoded, ratios,
                     same_claims and base_state(same_claims),
                     pending_fraction),
-                decoded, source))
+                decoded, kept, claims, ratios))
         history.settle_together(unsettled)
         return entries, decoded_rows, kinds
 
