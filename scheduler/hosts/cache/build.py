@@ -91,27 +91,35 @@ def new_entry(fields: tuple) -> Entry:
 
 
 _METRICS = NodeRow._fields.index("metrics")
+_CPU_INFO = NodeRow._fields.index("cpu_info")
+_NETWORKS = NodeRow._fields.index("networks")
 _INSTANCE_METRICS = NodeRow._fields.index("instance_metrics")
 #: The columns after the metrics that a report leaves as they were.
 _DISABLED = slice(NodeRow._fields.index("disabled"),
                   NodeRow._fields.index("disabled_reason") + 1)
 
 
-def kept_row(row: NodeRow, keys: tuple | None = None) -> NodeRow:
+def kept_row(row: NodeRow, decoded: decode.Decoded | None = None
+             ) -> NodeRow:
     """``row`` as the cache keeps it: its metrics and instance entries'
     texts as their ``decode.metrics_key`` (the decoding holds what was
-    read from them); ``keys``: the decoding's ``text`` when already
-    worked out."""
+    read from them); ``decoded``: the row's decoding, when already
+    worked out, whose keys and (equal) description texts are taken."""
     # A list patched in place: a third cheaper than joining slices, and
     # one is kept per changed row.
     fields = list(row)
-    if keys is None:
+    if decoded is None:
         fields[_METRICS] = decode.metrics_key(row.metrics)
         fields[_INSTANCE_METRICS] = decode.instances_key(
             row.instance_metrics)
     else:
-        fields[_METRICS] = keys[0]
-        fields[_INSTANCE_METRICS] = keys[3]
+        fields[_METRICS] = decoded.metrics_key
+        fields[_INSTANCE_METRICS] = decoded.instances_key
+        # The decoding's texts, kept since it first read them, rather
+        # than this read's copies: one object per host, not two, and the
+        # next report compares with what its decoding just read.
+        fields[_CPU_INFO] = decoded.cpu_info_text
+        fields[_NETWORKS] = decoded.networks_text
     return _new_tuple(NodeRow, fields)
 
 
@@ -124,10 +132,13 @@ def reusable_decoding(entry: Entry, kept: NodeRow) -> decode.Decoded | None:
     change key: a full load is the safety net for a writer that changed
     a row without moving its key.
     """
-    if entry.decoded.text != (kept.metrics, kept.cpu_info, kept.networks,
-                              kept.instance_metrics):
+    decoded = entry.decoded
+    if (decoded.metrics_key != kept.metrics
+            or decoded.cpu_info_text != kept.cpu_info
+            or decoded.networks_text != kept.networks
+            or decoded.instances_key != kept.instance_metrics):
         return None
-    return entry.decoded
+    return decoded
 
 
 class ReportedHost(DeferredHost):

@@ -82,7 +82,7 @@ def new_reports(rows: Sequence[NodeRow],
     new = [index for index, (row, entry) in enumerate(zip(
                rows, held, strict=True))
            if entry is None
-           or entry.decoded.text[0] != decode.metrics_key(row.metrics)]
+           or entry.decoded.metrics_key != decode.metrics_key(row.metrics)]
     read = [KEPT] * len(rows)
     for index, columns in zip(new, report_columns.refresh_columns(
             [rows[index].metrics for index in new]), strict=True):

@@ -38,9 +38,14 @@ class Decoded(NamedTuple):
     """The JSON columns of one row as decoded values, and what tells
     whether they changed."""
 
-    #: ``(metrics_key(metrics), cpu_info, networks,
-    #: instances_key(instance_metrics))`` of the row.
-    text: tuple[int, str, str, int | None]
+    #: What tells whether the row's JSON columns changed, as fields of
+    #: their own (one tuple fewer per report): ``metrics_key`` of its
+    #: metrics, its ``cpu_info`` and ``networks`` texts, and
+    #: ``instances_key`` of its instance entries.
+    metrics_key: int
+    cpu_info_text: str
+    networks_text: str
+    instances_key: int | None
     #: ``reported.ReportedMetrics`` when the report was well formed.
     metrics: Mapping[str, Metric]
     bad_metrics: frozenset[str]
@@ -221,8 +226,8 @@ def _description(row: NodeRow, previous: Decoded | None
     wrong with them: the previous decoding's while their texts did not
     change (reports change the metrics only: the node's description is
     decoded once per change of its own)."""
-    if (previous is not None and previous.text[1] == row.cpu_info
-            and previous.text[2] == row.networks):
+    if (previous is not None and previous.cpu_info_text == row.cpu_info
+            and previous.networks_text == row.networks):
         return previous.cpu_info, previous.networks, previous.column_problems
     found: list[str] = []
     cpu_info = decode_cpu_info(row.cpu_info, found)
@@ -245,9 +250,9 @@ def reported(row: NodeRow, previous: Decoded, history_window: float,
     ``decode`` checks for the others is most of its own cost.
     """
     metrics, floats, instances_held = columns
-    text = previous.text
+    cpu_info, networks = previous.cpu_info_text, previous.networks_text
     if (instances_held or previous.column_problems
-            or row.cpu_info != text[1] or row.networks != text[2]):
+            or row.cpu_info != cpu_info or row.networks != networks):
         return None
     own, node = row.instance_metrics, row.hypervisor_hostname
     # The row's own column alone (most reports): its text read on first
@@ -258,7 +263,7 @@ def reported(row: NodeRow, previous: Decoded, history_window: float,
                  instance_metrics_mod.OnFirstUse(
                      instance_entries.column_entries, node, own))
     return _new_tuple(Decoded, (
-        (metrics_key(row.metrics), text[1], text[2], instances_key(own)),
+        metrics_key(row.metrics), cpu_info, networks, instances_key(own),
         metrics, _NO_BAD_METRICS, instances, previous.cpu_info,
         previous.networks, (),
         _history(previous, metrics, floats, history_window, unsettled),
@@ -327,8 +332,8 @@ def decode(row: NodeRow, previous: Decoded | None = None,
     # Every field, without the named tuple's Python-level __new__: one
     # is made per changed row.
     decoded = _new_tuple(Decoded, (
-        (metrics_key(row.metrics), row.cpu_info, row.networks,
-         instances_key(row.instance_metrics)), metrics,
+        metrics_key(row.metrics), row.cpu_info, row.networks,
+        instances_key(row.instance_metrics), metrics,
         bad_metrics, instances, cpu_info, networks, column_problems,
         _history(previous, metrics, floats, history_window, unsettled),
         instance_entries.instance_history(

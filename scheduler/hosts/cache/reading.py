@@ -324,7 +324,7 @@ class RefreshReads:
                     None if columns is KEPT else columns, unsettled)
                 decoded_rows += 1
             if kept is None:  # the decoding's key: not hashed again
-                kept = kept_row(row, decoded.text)
+                kept = kept_row(row, decoded)
             same_claims = (previous.state if kept_claims and previous
                            and node_id in kept_claims else None)
             state = same_claims and reported_host(

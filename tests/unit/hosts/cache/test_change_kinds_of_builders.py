@@ -69,7 +69,7 @@ def test_what_a_report_moves_is_declared(claims, first, second, ratio,
     configured = (1.0, 1.0, 1.0)
     state = build_state(row, tuple(claims), decoded, configured,
                         pending_cpu_fraction=1.0)
-    cached = new_entry((state, decoded, kept_row(row, decoded.text),
+    cached = new_entry((state, decoded, kept_row(row, decoded),
                         tuple(claims), configured))
     when = START + later * SECOND
     reported = row._replace(

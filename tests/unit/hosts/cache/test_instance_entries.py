@@ -103,9 +103,9 @@ def test_an_irregular_entry_of_the_column_is_left_out_of_the_history(
 
 def test_the_key_covers_the_column():
     row = _row(HOST, [of("vm-a", 30.0)])
-    assert decode.decode(row).text[3] == decode.metrics_key(
+    assert decode.decode(row).instances_key == decode.metrics_key(
         row.instance_metrics)
-    assert decode.decode(_row(HOST, None)).text[3] is None
+    assert decode.decode(_row(HOST, None)).instances_key is None
 
 
 def test_full_load_sees_the_column_written_without_moving_the_key(
