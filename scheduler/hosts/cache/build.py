@@ -64,18 +64,18 @@ class Entry(NamedTuple):
     #: A report-only change's state is built when first read.
     state: "HostState | ReportedHost"
     decoded: decode.Decoded
-    #: What the state was built from (``source()``), in the entry
-    #: itself rather than in a tuple of their own: one object fewer per
-    #: changed row, and one fewer to read for every row a refresh scans.
-    #: The row as ``kept_row`` keeps it: also what the cache's
-    #: bookkeeping reads the node's names and change key from, so that
-    #: a deferred state stays unbuilt.
+    #: The row as ``kept_row`` keeps it, which the state was built from
+    #: (``built_from()``): also what the cache's bookkeeping reads the
+    #: node's names and change key from, so that a deferred state stays
+    #: unbuilt.
     row: NodeRow
+    #: The node's claims the state counts.
     claims: tuple[AllocationRow, ...]
-    #: The configured allocation ratios (cpu, ram, disk).
+    #: The configured allocation ratios (cpu, ram, disk) it was built
+    #: with.
     ratios: tuple[float, float, float]
 
-    def source(self) -> tuple:
+    def built_from(self) -> tuple:
         """What the state was built from, to tell on a full load whether
         anything changed: ``(row, claims, ratios)``."""
         return self[2:]
@@ -115,9 +115,9 @@ def kept_row(row: NodeRow, decoded: decode.Decoded | None = None
     else:
         fields[_METRICS] = decoded.metrics_key
         fields[_INSTANCE_METRICS] = decoded.instances_key
-        # The decoding's texts, kept since it first read them, rather
-        # than this read's copies: one object per host, not two, and the
-        # next report compares with what its decoding just read.
+        # The decoding's texts (equal to the row's), kept since it
+        # first read them, rather than this read's copies: one object
+        # per host, not two.
         fields[_CPU_INFO] = decoded.cpu_info_text
         fields[_NETWORKS] = decoded.networks_text
     return _new_tuple(NodeRow, fields)
@@ -230,7 +230,7 @@ def reported_host(row: NodeRow, kept: NodeRow, decoded: decode.Decoded,
     metrics report was its one change since ``previous`` (its claims are
     still the cached ones), its state built when first read; None when
     more than the report changed."""
-    held, claims, held_ratios = previous[2:]
+    held, claims, held_ratios = previous.row, previous.claims, previous.ratios
     if (row[:_METRICS] != held[:_METRICS] or ratios != held_ratios
             or row[_DISABLED] != held[_DISABLED]):
         return None

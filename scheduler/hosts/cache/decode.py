@@ -38,9 +38,8 @@ class Decoded(NamedTuple):
     """The JSON columns of one row as decoded values, and what tells
     whether they changed."""
 
-    #: What tells whether the row's JSON columns changed, as fields of
-    #: their own (one tuple fewer per report): ``metrics_key`` of its
-    #: metrics, its ``cpu_info`` and ``networks`` texts, and
+    #: What tells whether the row's JSON columns changed: ``metrics_key``
+    #: of its metrics, its ``cpu_info`` and ``networks`` texts, and
     #: ``instances_key`` of its instance entries.
     metrics_key: int
     cpu_info_text: str

@@ -226,7 +226,7 @@ class HostManager(RefreshReads):
             state = built(entry.state)  # taken in on the state
             if claim.instance_uuid in state.instances:
                 return False
-            row, allocations, ratios = entry.source()
+            row, allocations, ratios = entry.built_from()
             row = row._replace(generation=generation, changed_at=changed_at)
             taken = AllocationRow(
                 claim.node_id, claim.instance_uuid, claim.vcpus,

@@ -310,7 +310,7 @@ class RefreshReads:
             columns = read and read[index]
             if previous is not None and (reuse or columns is KEPT):
                 kept = kept_row(row)
-                if reuse and previous.source() == (kept, claims, ratios):
+                if reuse and previous.built_from() == (kept, claims, ratios):
                     # Unchanged: the same object, so that the host table
                     # keeps its columns.
                     entries[node_id] = previous

@@ -336,3 +336,22 @@ def test_a_new_report_read_as_such_is_decoded_as_any_row(reports):
         if got:
             assert _as_decoded(got) == _as_decoded(want)
         previous = got or want
+
+
+@pytest.mark.parametrize("changed", [{"networks": '["net1"]'},
+                                     {"cpu_info": '{"arch": "x86_64"}'},
+                                     {"networks": '["net1"]',
+                                      "cpu_info": '{"arch": "x86_64"}'}])
+def test_a_description_that_changed_is_decoded_anew(changed):
+    """A row whose ``networks`` or ``cpu_info`` changed since its previous
+    decoding (the other perhaps not) is described by its own texts, not
+    by the previous decoding's."""
+    row = _row(_REPORT)
+    previous = decode.decode(row, None, 3600.0)
+    moved = row._replace(**changed)
+    got = decode.decode(moved, previous, 3600.0)
+    alone = decode.decode(moved)
+    assert (got.cpu_info, got.networks) == (alone.cpu_info, alone.networks)
+    assert (got.cpu_info_text, got.networks_text) == (moved.cpu_info,
+                                                      moved.networks)
+    assert got.networks != previous.networks or "networks" not in changed

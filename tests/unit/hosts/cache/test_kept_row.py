@@ -27,7 +27,8 @@ def _row(second: int, cpu: float, description: tuple[str, str],
     fields.update(
         id=1, uuid="u", host="h", hypervisor_hostname="h", vcpus=16,
         memory_mb=1024, local_gb=10,
-        # Copies, as each read of the database makes.
+        # Copies, as each read of the database makes (but of one
+        # character: Python shares those).
         cpu_info="".join(description[0]), networks="".join(description[1]),
         instance_metrics=instances, metrics=json.dumps([
             {"name": "cpu.percent", "value": cpu,

@@ -52,6 +52,13 @@ class Claimed:
     group: str | None = None
 
 
+def _held(manager: HostManager, node: int) -> list[tuple]:
+    """The claims the cache holds for ``node`` (``claims_on``)."""
+    return [(claim.instance_uuid, claim.vcpus, claim.memory_mb,
+             claim.disk_gb, claim.instance_group)
+            for claim in manager.claims_on([node])[node]]
+
+
 def test_recorded_claim_is_cached_as_a_refresh_would_read_it(
         conf, engine, manager):
     node = add_node(engine, "a", when=models.utcnow() - 10 * SECOND)
@@ -70,8 +77,12 @@ def test_recorded_claim_is_cached_as_a_refresh_would_read_it(
     # The refresh found the node's key as recorded: nothing read again.
     assert manager.last_refresh.rows_fetched == 0
     assert manager.last_refresh.allocations_read == 0
-    fresh = by_host(HostManager(conf).host_states())["a"]
+    reader = HostManager(conf)
+    fresh = by_host(reader.host_states())["a"]
     assert recorded == fresh
+    # The claims held for the node, as a fresh read finds them.
+    assert _held(manager, node) == _held(reader, node) == [
+        (instance, 3, 2048, 7, "g")]
     assert manager.host_table() is not table
     assert manager.host_table().column(
         "free_vcpus", float, lambda host: host.free_vcpus).tolist() == [
@@ -147,6 +158,7 @@ def test_report_alone_keeps_the_cached_claims(engine, manager):
     assert manager.last_refresh.allocations_read == 0
     assert host.metrics["cpu.percent"].value == 55.0
     assert host.instances == {instance} and host.vcpus_claimed == 3
+    assert _held(manager, node) == [(instance, 3, 512, 10, None)]
     # The report counts the claim now: no longer pending.
     assert host.vcpus_pending == 0 and host.claims_pending == 0
 
