@@ -78,6 +78,13 @@ def by_host(states) -> dict[str, hs.HostState]:
     return {state.host: state for state in states}
 
 
+def held_claims(manager, node: int) -> list[tuple]:
+    """The claims the cache holds for ``node`` (``claims_on``)."""
+    return [(claim.instance_uuid, claim.vcpus, claim.memory_mb,
+             claim.disk_gb, claim.instance_group)
+            for claim in manager.claims_on([node])[node]]
+
+
 def report(engine, node_id: int, when: datetime.datetime,
            **values) -> None:
     """A metrics report written the way the agent writes one."""
