@@ -84,7 +84,9 @@ class Entry(NamedTuple):
 _new_tuple = tuple.__new__
 
 
-def new_entry(fields: tuple) -> Entry:
+def new_entry(fields: tuple["HostState | ReportedHost", decode.Decoded,
+                            NodeRow, tuple[AllocationRow, ...],
+                            tuple[float, float, float]]) -> Entry:
     """``Entry(*fields)`` without the Python-level ``__new__`` of a named
     tuple: one is made per changed row."""
     return _new_tuple(Entry, fields)

@@ -83,7 +83,7 @@ def metrics_key(text: str) -> int:
 def instances_key(text: str | None) -> int | None:
     """``metrics_key`` of a row's ``instance_metrics`` column (None:
     NULL)."""
-    return None if text is None else hash(text)
+    return None if text is None else metrics_key(text)
 
 
 #: The instance entries of every report that holds none: one read-only
