@@ -93,6 +93,10 @@ def _new_engine(url: str, connect_timeout: int, pre_ping: bool,
             os.makedirs(os.path.dirname(os.path.abspath(parsed.database)),
                         exist_ok=True)
         kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+        # SQLite's page cache lives in each connection and is emptied
+        # when another connection commits: the connection used last,
+        # whose cache is warm, is handed out first.
+        kwargs["pool_use_lifo"] = True
     elif backend == "postgresql":
         kwargs["connect_args"] = {"connect_timeout": connect_timeout}
         if not pre_ping:
@@ -133,7 +137,8 @@ def get_engine(conf: cfg.ConfigOpts, pre_ping: bool = True) -> Engine:
     asked for by isolation level (``claim_sql.write_transaction``).
     So on that engine ``engine.begin()`` is no transaction on
     PostgreSQL: every write of more than one statement goes through
-    ``write_transaction``.
+    ``write_transaction``. On SQLite every caller shares one engine
+    without pre-ping.
     """
     url = conf.database.connection
     synchronous = conf.database.sqlite_synchronous
@@ -142,9 +147,17 @@ def get_engine(conf: cfg.ConfigOpts, pre_ping: bool = True) -> Engine:
         engine = _engines.get(key)
         if engine is None:
             validate_connection_url(url)
-            engine = _new_engine(url, conf.database.connect_timeout,
-                                 pre_ping, synchronous)
-            _engines[key] = engine
+            if make_url(url).get_backend_name() == "sqlite":
+                # A file never drops a connection: nothing to ping, and
+                # one pool for every caller, so that a process writing and
+                # reading on one thread (the simulator, a command) keeps
+                # one connection, and its page cache.
+                pre_ping = False
+                engine = _engines.get((url, pre_ping, synchronous))
+            if engine is None:
+                engine = _new_engine(url, conf.database.connect_timeout,
+                                     pre_ping, synchronous)
+            _engines[key] = _engines[(url, pre_ping, synchronous)] = engine
         return engine
 
 

@@ -125,6 +125,31 @@ def test_sqlite_synchronous_false_turns_the_wait_off(db_conf):
             "PRAGMA journal_mode").scalar() == "wal"
 
 
+def test_sqlite_callers_share_one_engine_without_pre_ping(db_conf):
+    engine = db_api.get_engine(db_conf)
+    assert db_api.get_engine(db_conf, pre_ping=False) is engine
+    assert engine.pool._pre_ping is False
+    # The connection used last first: its page cache is the warm one.
+    with engine.connect() as first, engine.connect() as second:
+        first_dbapi = first.connection.dbapi_connection
+        second_dbapi = second.connection.dbapi_connection
+    with engine.connect() as again:
+        assert again.connection.dbapi_connection is first_dbapi
+    assert first_dbapi is not second_dbapi
+
+
+def test_server_databases_keep_a_pre_pinging_engine(db_conf):
+    # Creating an engine connects nowhere.
+    db_conf.set_override(
+        "connection", "postgresql+psycopg://nobody@127.0.0.1:1/none",
+        group="database")
+    pinging = db_api.get_engine(db_conf)
+    request_path = db_api.get_engine(db_conf, pre_ping=False)
+    assert pinging is not request_path
+    assert pinging.pool._pre_ping is True
+    assert request_path.pool._pre_ping is False
+
+
 def test_head_revision_constant_is_alembics_head():
     # schema_problem() trusts it to skip alembic when the schema is current.
     assert schema.head_version() == schema.HEAD_REVISION
