@@ -5,6 +5,7 @@ a table patches their columns for a report without building the host's
 state (``HostTable.replaced``)."""
 
 import datetime
+import functools
 import operator
 from collections.abc import Callable
 from collections.abc import Mapping
@@ -34,6 +35,12 @@ def epoch(moment: datetime.datetime | None) -> float:
     if moment is None:
         return np.nan
     return (moment - _EPOCH) / _SECOND
+
+
+#: ``epoch()`` of the moments hosts share: a refresh's rows carry a few
+#: (its reports' times, one object per time read), where a conversion
+#: makes a timedelta and a float per host and column.
+shared_epoch = functools.lru_cache(maxsize=256)(epoch)
 
 
 #: The column functions declared light (``light()``).
@@ -74,7 +81,7 @@ def attribute_epoch(name: str) -> Callable[["HostState"], float]:
     (light when the attribute is)."""
     def made(attribute: str) -> Callable[["HostState"], float]:
         get = operator.attrgetter(attribute)
-        return lambda host: epoch(get(host))
+        return lambda host: shared_epoch(get(host))
     return _attribute_function(f"epoch:{name}", name, made)
 
 
@@ -110,7 +117,7 @@ def metric_epoch(name: str) -> Callable[["HostState"], float]:
 
     def value(host: "HostState") -> float:
         metric = host.metrics.get(reported)
-        return np.nan if metric is None else epoch(metric.timestamp)
+        return np.nan if metric is None else shared_epoch(metric.timestamp)
     return value
 
 
