@@ -93,10 +93,16 @@ def _new_engine(url: str, connect_timeout: int, pre_ping: bool,
             os.makedirs(os.path.dirname(os.path.abspath(parsed.database)),
                         exist_ok=True)
         kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
-        # SQLite's page cache lives in each connection and is emptied
-        # when another connection commits: the connection used last,
-        # whose cache is warm, is handed out first.
-        kwargs["pool_use_lifo"] = True
+        if issubclass(parsed.get_dialect().get_pool_class(parsed),
+                      sa.pool.QueuePool):  # a file (memory: one per thread)
+            # Every caller shares this pool (get_engine()), and some hold
+            # a connection while taking another (an API request's
+            # session, then the host cache's refresh): none waits for a
+            # slot, a connection to a file being a file handle. SQLite's
+            # page cache lives in each connection and is emptied when
+            # another one commits: the one used last is handed out first.
+            kwargs["max_overflow"] = -1
+            kwargs["pool_use_lifo"] = True
     elif backend == "postgresql":
         kwargs["connect_args"] = {"connect_timeout": connect_timeout}
         if not pre_ping:

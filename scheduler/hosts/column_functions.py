@@ -37,10 +37,31 @@ def epoch(moment: datetime.datetime | None) -> float:
     return (moment - _EPOCH) / _SECOND
 
 
-#: ``epoch()`` of the moments hosts share: a refresh's rows carry a few
-#: (its reports' times, one object per time read), where a conversion
-#: makes a timedelta and a float per host and column.
+#: ``epoch()`` of the moments reports share: a refresh's rows carry a
+#: few when a fleet's agents report in step (the simulator's do), where
+#: a conversion makes a timedelta and a float per report.
 shared_epoch = functools.lru_cache(maxsize=256)(epoch)
+
+
+def epoch_of(moment_of: Callable[["HostState"], datetime.datetime | None]
+             ) -> Callable[["HostState"], float]:
+    """A column function: ``epoch()`` of ``moment_of(host)``, keeping the
+    last moment converted. A column is patched in the order a refresh
+    read its rows (by change time), and the rows of one time hold one
+    object of it (the scan converts equal values once), so a run of them
+    costs one conversion; a moment of its own costs an identity check
+    more than ``epoch()``."""
+    held = [(None, np.nan)]  # replaced whole: a reader sees one pair
+
+    def value(host: "HostState") -> float:
+        moment = moment_of(host)
+        last, seconds = held[0]
+        if moment is last:
+            return seconds
+        seconds = epoch(moment)
+        held[0] = (moment, seconds)
+        return seconds
+    return value
 
 
 #: The column functions declared light (``light()``).
@@ -80,8 +101,7 @@ def attribute_epoch(name: str) -> Callable[["HostState"], float]:
     """A column function: ``epoch()`` of the datetime attribute ``name``
     (light when the attribute is)."""
     def made(attribute: str) -> Callable[["HostState"], float]:
-        get = operator.attrgetter(attribute)
-        return lambda host: shared_epoch(get(host))
+        return epoch_of(operator.attrgetter(attribute))
     return _attribute_function(f"epoch:{name}", name, made)
 
 
@@ -115,10 +135,10 @@ def metric_epoch(name: str) -> Callable[["HostState"], float]:
     # A windowed statistic is as fresh as its metric's newest report.
     reported = name.partition(":")[0]
 
-    def value(host: "HostState") -> float:
+    def measured(host: "HostState") -> datetime.datetime | None:
         metric = host.metrics.get(reported)
-        return np.nan if metric is None else shared_epoch(metric.timestamp)
-    return value
+        return None if metric is None else metric.timestamp
+    return epoch_of(measured)
 
 
 def with_built(rows: Mapping[int, "HostState | DeferredHost"]

@@ -1,5 +1,6 @@
 """The db layer in-process, on SQLite files."""
 
+import contextlib
 import importlib.util
 import sqlite3
 
@@ -136,6 +137,26 @@ def test_sqlite_callers_share_one_engine_without_pre_ping(db_conf):
     with engine.connect() as again:
         assert again.connection.dbapi_connection is first_dbapi
     assert first_dbapi is not second_dbapi
+
+
+def test_sqlite_callers_never_wait_for_a_pooled_connection(db_conf):
+    # More than a default pool's 15 held at once (a request's session
+    # and the refresh it runs, in every API thread): none waits.
+    engine = db_api.get_engine(db_conf)
+    with contextlib.ExitStack() as held:
+        connections = [held.enter_context(engine.connect())
+                       for _ in range(20)]
+        assert len({id(c.connection.dbapi_connection)
+                    for c in connections}) == 20
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_an_in_memory_sqlite_database_still_gets_an_engine(db_conf, url):
+    db_conf.set_override("connection", url, group="database")
+    engine = db_api.get_engine(db_conf)
+    assert db_api.get_engine(db_conf, pre_ping=False) is engine
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT 1").scalar() == 1
 
 
 def test_server_databases_keep_a_pre_pinging_engine(db_conf):

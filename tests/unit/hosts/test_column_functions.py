@@ -46,12 +46,22 @@ def test_metric_epoch_is_the_metrics_own_moment(moments):
         assert _same(column(host), moment)
 
 
-def test_more_moments_than_the_memo_keeps_are_still_each_right():
-    start = datetime.datetime(2026, 12, 1)
-    moments = [start + datetime.timedelta(microseconds=step)
-               for step in range(3 * column_functions.shared_epoch
-                                 .cache_info().maxsize)]
-    column = attribute_epoch("changed_at")
-    for moment in moments + moments[::-1]:
-        assert column(types.SimpleNamespace(changed_at=moment)) == epoch(
-            moment)
+def test_a_run_of_hosts_sharing_a_moment_converts_it_once(monkeypatch):
+    converted = []
+
+    def counted(moment):
+        converted.append(moment)
+        return epoch(moment)
+
+    monkeypatch.setattr(column_functions, "epoch", counted)
+    first = datetime.datetime(2026, 12, 1, 4, 0, 5)
+    second = datetime.datetime(2026, 12, 1, 4, 0, 10)
+    # As a refresh reads them: by change time, one object per time.
+    hosts = [types.SimpleNamespace(changed_at=moment)
+             for moment in [first] * 40 + [second] * 40 + [first.replace()]]
+    column = column_functions.epoch_of(lambda host: host.changed_at)
+    assert [column(host) for host in hosts] == [
+        epoch(host.changed_at) for host in hosts]
+    # An equal moment of another object is converted again, not reused
+    # by equality.
+    assert converted == [first, second, first]

@@ -81,7 +81,7 @@ def test_unchanged_generation_reads_nothing_else(unit_ratio_config, engine):
     mgr = make_manager(conf)
     mgr.explain(spec())
     statements = []
-    # The host refresh's engine (no pre-ping), not the fixture's.
+    # The host refresh's engine (on SQLite every caller's: one engine).
     refresh_engine = db_api.get_engine(conf, pre_ping=False)
 
     def record(_conn, _cursor, statement, *_args) -> None:
