@@ -5,7 +5,6 @@ a table patches their columns for a report without building the host's
 state (``HostTable.replaced``)."""
 
 import datetime
-import functools
 import operator
 from collections.abc import Callable
 from collections.abc import Mapping
@@ -35,12 +34,6 @@ def epoch(moment: datetime.datetime | None) -> float:
     if moment is None:
         return np.nan
     return (moment - _EPOCH) / _SECOND
-
-
-#: ``epoch()`` of the moments reports share: a refresh's rows carry a
-#: few when a fleet's agents report in step (the simulator's do), where
-#: a conversion makes a timedelta and a float per report.
-shared_epoch = functools.lru_cache(maxsize=256)(epoch)
 
 
 def epoch_of(moment_of: Callable[["HostState"], datetime.datetime | None]

@@ -23,10 +23,10 @@ from scheduler.hosts import instance_metrics as instance_metrics_mod
 from scheduler.hosts.cache import instance_entries
 from scheduler.hosts.cache import report_columns
 from scheduler.hosts.cache.instance_entries import load_json
-from scheduler.hosts.column_functions import shared_epoch
 from scheduler.hosts.metric_entries import reading
 from scheduler.hosts.metric_entries import recent_stamps
 from scheduler.hosts.state import Metric
+from scheduler.hosts.table import epoch
 
 # The host cache's warnings keep the logger name they have always had:
 # operators' log filters know them by it.
@@ -61,6 +61,10 @@ class Decoded(NamedTuple):
 
 
 _new_tuple = tuple.__new__
+#: ``epoch()`` of a report's one time: the reports of a refresh share a
+#: few (``metric_entries.recent_stamps`` hands out one object per text),
+#: where a conversion makes a timedelta and a float per report.
+_stamp_epoch = functools.lru_cache(maxsize=256)(epoch)
 
 
 def metrics_key(text: str) -> int:
@@ -209,7 +213,7 @@ def _history(previous: Decoded | None, metrics: Mapping[str, Metric],
         return held.appended(metrics, window)
     names, stamps = metrics.layout.names, metrics.stamps
     if type(stamps) is datetime.datetime:
-        times: float | Sequence[float] = shared_epoch(stamps)
+        times: float | Sequence[float] = _stamp_epoch(stamps)
     else:
         times = history_block.epochs(stamps)
     return held.appended_report(names, times, floats, window, unsettled)

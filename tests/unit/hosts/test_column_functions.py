@@ -26,7 +26,7 @@ def _same(found: float, moment: datetime.datetime | None) -> bool:
 @given(_MOMENTS, st.lists(st.integers(0, 7), max_size=40))
 def test_attribute_epoch_is_each_hosts_own_moment(moments, picks):
     # Hosts sharing moments, equal ones as distinct objects too, in any
-    # order: the memo of shared moments answers each host its own.
+    # order: the kept moment answers each host its own.
     hosts = [types.SimpleNamespace(updated_at=moments[pick % len(moments)])
              for pick in picks if moments]
     hosts += [types.SimpleNamespace(updated_at=None if moment is None else
