@@ -114,10 +114,9 @@ class Allocation(Base):
     vcpus: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     memory_mb: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     disk_gb: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    instance_group: Mapped[str | None] = mapped_column(String(255),
-                                                       index=True)
+    instance_group: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime.datetime] = mapped_column(
-        PreciseDateTime, nullable=False, default=utcnow, index=True)
+        PreciseDateTime, nullable=False, default=utcnow)
 
 
 #: States of a migration; planned and running ones hold their destination
