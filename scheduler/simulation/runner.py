@@ -306,9 +306,13 @@ class Simulation:
         hosts = self.phase_hosts[phase]
         uuids, utilisation = self.uuids, self.utilisation
         slot = self.slot_number
+        # A node without instances reports the same whatever the trace's
+        # slot: its report is rewritten only when its instances change.
         self.fleet.report(
             hosts, self._cpu_percent(hosts), self.memory_mb_used[hosts],
-            [(slot, changes) for changes in self.host_changes[hosts].tolist()],
+            [(slot if held else -1, changes) for held, changes in zip(
+                self.vm_count[hosts].tolist(),
+                self.host_changes[hosts].tolist(), strict=True)],
             lambda host: [(uuids[vm], utilisation[vm])
                           for vm in self.on_host[host]])
         self.figures.reported(hosts)

@@ -1,6 +1,7 @@
 """Simulation runs on tiny workloads whose figures are worked out by
 hand: steady VMs (avgcpu = p95maxcpu = maxcpu) run at their average."""
 
+import datetime
 import types
 
 import numpy as np
@@ -10,6 +11,8 @@ from scheduler.common import clock
 from scheduler.simulation import fleet
 from scheduler.simulation import runner
 from scheduler.simulation import trace
+
+SECOND = datetime.timedelta(seconds=1)
 
 
 def _steady(*vms: tuple[float, float, int, int, float]) -> trace.Workload:
@@ -262,3 +265,26 @@ def test_a_run_reports_its_cpu_time(unit_ratio_config, monkeypatch):
         perf_counter=lambda: 0.0, process_time=lambda: next(spent)))
     result = _run(unit_ratio_config, _steady((0, 300, 4, 1024, 90.0)))
     assert result["cpu_seconds"] == 2.5
+
+
+def test_a_node_left_idle_reports_anew_across_the_traces_slots(
+        unit_ratio_config):
+    # Its VM gone at 150 s, the node reports an idle node at every
+    # interval after, each with its own time, whatever slot the trace is
+    # in (its report's text is built once, then stamped).
+    work = _steady((0, 150, 2, 2048, 50.0))
+    settings = runner.Settings(fleet=fleet.FleetSpec(1, 4, 8192),
+                               report_interval=60.0, duration=900.0)
+    simulation = runner.Simulation(unit_ratio_config, work, settings)
+    simulation.run()
+    with clock.simulated(clock.SimulatedClock(runner.START)) as sim_clock:
+        sim_clock.advance_to(901.0)
+        host, = simulation.manager.host_manager.host_states()
+    assert host.metrics["cpu.percent"].value == 0.0
+    assert host.metrics["memory.used"].value == (
+        fleet.HOST_RESERVED_MB * fleet.MIB)
+    assert not host.instances
+    reported = host.metrics_updated_at
+    assert abs(reported - runner.START.replace(minute=15)) < SECOND
+    assert {metric.timestamp for metric in host.metrics.values()} == {
+        reported}
