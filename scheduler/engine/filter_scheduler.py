@@ -312,7 +312,10 @@ class FilterScheduler:
         if not count:
             return []
         opts = self.conf.filter_scheduler
-        chosen = self._rng.choice(range(min(opts.host_subset_size, count)))
+        subset = min(opts.host_subset_size, count)
+        # The best, without a draw, from a subset of one (the default):
+        # SystemRandom makes a system call for each.
+        chosen = self._rng.choice(range(subset)) if subset > 1 else 0
         # The alternates are the best hosts but the chosen one.
         alternates = [rank for rank in range(min(opts.max_attempts, count))
                       if rank != chosen]

@@ -68,6 +68,19 @@ def test_host_subset_size_picks_among_the_best(conf):
     assert chosen == {"h5", "h4", "h3"}
 
 
+class _NoDraws:
+    def choice(self, _seq):
+        raise AssertionError("a subset of one host needs no draw")
+
+
+def test_a_subset_of_one_takes_the_best_without_a_draw(conf):
+    hosts = [host(f"h{i}", ram_mb=1024 * (i + 2)) for i in range(3)]
+    conf.set_override("weight_classes", ["RAMWeigher"], "filter_scheduler")
+    sched = filter_scheduler.FilterScheduler(conf, rng=_NoDraws())
+    decision, = sched.select(spec(), hosts)
+    assert [h.host for h in decision.selected] == ["h2", "h1", "h0"]
+
+
 def test_required_metric_missing_removes_host_not_crash(conf):
     hosts = [host("a", metrics={"memory.free": 4 * GIB}),
              host("b", metrics={"memory.free": 8 * GIB}),
