@@ -164,7 +164,9 @@ class SchedulerManager:
                 return RequestPlacement(
                     self.placer, self.host_manager, scheduler, spec,
                     self.stats, self.conf.scheduler.max_claim_rounds, uuids,
-                    anonymous, report, check_hold).place(return_alternates)
+                    anonymous, report, check_hold,
+                    self.conf.scheduler.pending_retry_timeout > 0
+                ).place(return_alternates)
         raise AssertionError("pending.attempts() never ends")
 
     def _spec(self, spec_dict: dict,

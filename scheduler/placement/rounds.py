@@ -50,6 +50,10 @@ class RequestPlacement:
     the instances; ``anonymous`` when the caller gave none (each is then
     claimed under its own uuid as allocation id).
     ``check_hold`` raises once the cluster lock was held too long.
+    ``waits_for_pending``: whether a request that fits nowhere waits for
+    pending claims (``[scheduler] pending_retry_timeout``); only then is
+    a ``NoValidHost`` told whether the cluster holds some, which reads
+    every host's state.
     """
 
     placer: Placer
@@ -62,6 +66,7 @@ class RequestPlacement:
     anonymous: bool
     report: observability.DecisionReport
     check_hold: Callable[[], None]
+    waits_for_pending: bool = False
     #: Reply entries by instance, as they are claimed (or found held).
     entries: dict[str, list[dict]] = dataclasses.field(default_factory=dict)
     #: The claims this placement made: what a failure rolls back.
@@ -142,7 +147,8 @@ class RequestPlacement:
         except exception.NoValidHost as e:
             known = hosts or self.host_manager.host_states()
             self.report.candidates, self.report.hosts = 0, len(known)
-            e.pending = pending_in_cluster(known, self.spec.cluster)
+            if self.waits_for_pending:
+                e.pending = pending_in_cluster(known, self.spec.cluster)
             raise
         self.report.candidates = decisions[-1].candidates
         self.report.hosts = decisions[-1].hosts

@@ -10,6 +10,7 @@ import pytest
 from scheduler import exception
 from scheduler.db import locks
 from scheduler.db import models
+from scheduler.placement import rounds
 from tests.fakes import NODES
 from tests.fakes import add_node
 from tests.fakes import spec
@@ -99,3 +100,19 @@ def test_pending_wait_does_not_hold_the_cluster_lock(conf, mgr, engine):
     mgr.release(held[1])
     thread.join(5)
     assert done and done[0][0][0]["host"] == "a"
+
+
+def test_without_a_wait_a_refusal_does_not_read_every_hosts_state(
+        conf, mgr, engine, monkeypatch):
+    # [scheduler] pending_retry_timeout 0 (the default): whether claims
+    # are pending changes nothing, and finding out builds every host's
+    # state, on every refusal of a full region.
+    pending_fleet(mgr, engine)
+
+    def looked_at(*_args):
+        raise AssertionError("pending claims looked for")
+
+    monkeypatch.setattr(rounds, "pending_in_cluster", looked_at)
+    with pytest.raises(exception.NoValidHost, match="CoreFilter"):
+        mgr.select_destinations(spec(), uuids(1))
+    assert mgr.stats.as_dict()["no_valid_host"] == 1
