@@ -287,8 +287,13 @@ class Simulation:
         self.vm_count[host] -= 1
         if not self.on_host[host]:
             self.hosts_used -= 1
-        self.busy_vcpus[host] = max(self.busy_vcpus[host]
-                                    - self._demand(vm), 0.0)
+            # Exactly idle: demands taken off in another order than they
+            # were added leave a rounding remainder, which the node's
+            # report (kept while it stays idle) would carry.
+            self.busy_vcpus[host] = 0.0
+        else:
+            self.busy_vcpus[host] = max(self.busy_vcpus[host]
+                                        - self._demand(vm), 0.0)
         self.memory_mb_used[host] -= self.workload.memory_mb[vm]
         return host
 

@@ -268,14 +268,24 @@ def test_a_run_reports_its_cpu_time(unit_ratio_config, monkeypatch):
 
 
 def test_a_node_left_idle_reports_anew_across_the_traces_slots(
-        unit_ratio_config):
-    # Its VM gone at 150 s, the node reports an idle node at every
+        unit_ratio_config, monkeypatch):
+    # Its VMs gone by 200 s, the node reports an idle node at every
     # interval after, each with its own time, whatever slot the trace is
-    # in (its report's text is built once, then stamped).
-    work = _steady((0, 150, 2, 2048, 50.0))
+    # in: its report's text is built once, then stamped. Their demands
+    # (0.1 and 0.2 vCPU) do not subtract to exactly 0.0: an idle node is
+    # exactly idle, or its kept text would carry the remainder.
+    work = _steady((0, 150, 1, 512, 10.0), (0, 200, 2, 512, 10.0))
     settings = runner.Settings(fleet=fleet.FleetSpec(1, 4, 8192),
                                report_interval=60.0, duration=900.0)
     simulation = runner.Simulation(unit_ratio_config, work, settings)
+    built = []
+    make = fleet.SimulatedFleet._metrics
+
+    def counted(self, stamp, cpu, memory_mb_used, host):
+        built.append(cpu)
+        return make(self, stamp, cpu, memory_mb_used, host)
+
+    monkeypatch.setattr(fleet.SimulatedFleet, "_metrics", counted)
     simulation.run()
     with clock.simulated(clock.SimulatedClock(runner.START)) as sim_clock:
         sim_clock.advance_to(901.0)
@@ -288,3 +298,7 @@ def test_a_node_left_idle_reports_anew_across_the_traces_slots(
     assert abs(reported - runner.START.replace(minute=15)) < SECOND
     assert {metric.timestamp for metric in host.metrics.values()} == {
         reported}
+    # Built once idle, at the first report after 200 s, then only
+    # stamped through the slots at 300, 600 and 900 s.
+    assert built[-1] == 0.0
+    assert built[-2] > 0.0
