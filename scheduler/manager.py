@@ -164,8 +164,8 @@ class SchedulerManager:
                 return RequestPlacement(
                     self.placer, self.host_manager, scheduler, spec,
                     self.stats, self.conf.scheduler.max_claim_rounds, uuids,
-                    anonymous, report, check_hold,
-                    self.conf.scheduler.pending_retry_timeout > 0
+                    anonymous, report, check_hold, waits_for_pending=(
+                        self.conf.scheduler.pending_retry_timeout > 0)
                 ).place(return_alternates)
         raise AssertionError("pending.attempts() never ends")
 
