@@ -225,26 +225,17 @@ def base_state(host: HostState | ReportedHost) -> HostState:
     return host.base() if type(host) is ReportedHost else host
 
 
-def reported_host(row: NodeRow, decoded: decode.Decoded,
+def reported_host(row: NodeRow, kept: NodeRow, decoded: decode.Decoded,
                   previous: Entry, ratios: tuple[float, float, float],
                   pending_cpu_fraction: float) -> ReportedHost | None:
-    """The host of ``row`` when a metrics report was its one change since
-    ``previous`` (its claims are still the cached ones), its state built
-    when first read, and the row as ``kept_row`` keeps it (its
-    ``light``); None when more than the report changed."""
+    """The host of ``row`` (``kept``: as ``kept_row`` keeps it) when a
+    metrics report was its one change since ``previous`` (its claims are
+    still the cached ones), its state built when first read; None when
+    more than the report changed."""
     held, claims, held_ratios = previous.row, previous.claims, previous.ratios
     if (row[:_METRICS] != held[:_METRICS] or ratios != held_ratios
             or row[_DISABLED] != held[_DISABLED]):
         return None
-    # The node's identity and description as held since they were first
-    # read, rather than this read's equal copies: else each report keeps
-    # half a dozen new objects (id, uuid, names, sizes) alive until the
-    # next one, each allocated where an older one was freed long ago, out
-    # of the processor's caches.
-    kept = _new_tuple(NodeRow, held[:_METRICS] + (decoded.metrics_key,)
-                      + row[_METRICS + 1:_INSTANCE_METRICS]
-                      + (decoded.instances_key,)
-                      + row[_INSTANCE_METRICS + 1:])
     state = previous.state
     base = state
     if type(state) is ReportedHost:

@@ -323,15 +323,14 @@ class RefreshReads:
                     row, previous and previous.decoded, *windows,
                     None if columns is KEPT else columns, unsettled)
                 decoded_rows += 1
+            if kept is None:  # the decoding's key: not hashed again
+                kept = kept_row(row, decoded)
             same_claims = (previous.state if kept_claims and previous
                            and node_id in kept_claims else None)
             state = same_claims and reported_host(
-                row, decoded, previous, ratios, pending_fraction)
+                row, kept, decoded, previous, ratios, pending_fraction)
             if state:
                 kinds[node_id] = change_kinds.REPORT
-                kept = state.light
-            elif kept is None:  # the decoding's key: not hashed again
-                kept = kept_row(row, decoded)
             entries[node_id] = new_entry((
                 state or build_state(
                     row, claims, decoded, ratios,

@@ -76,7 +76,7 @@ def test_what_a_report_moves_is_declared(claims, first, second, ratio,
         metrics=metrics_json(when, cpu_percent=second, memory_free=1.0),
         metrics_updated_at=when, changed_at=when, updated_at=when,
         generation=row.generation + 1)
-    host = reported_host(reported,
+    host = reported_host(reported, kept_row(reported),
                          decode.decode(reported, decoded, *WINDOWS),
                          cached, configured, fraction)
     assert host is not None

@@ -9,10 +9,8 @@ from hypothesis import strategies as st
 from scheduler.db.host_queries import NodeRow
 from scheduler.hosts.cache import decode
 from scheduler.hosts.cache import report_columns
-from scheduler.hosts.cache.build import build_state
 from scheduler.hosts.cache.build import kept_row
 from scheduler.hosts.cache.build import new_entry
-from scheduler.hosts.cache.build import reported_host
 from scheduler.hosts.cache.build import reusable_decoding
 
 STAMP = "2026-01-05T12:00:{:02d}Z"
@@ -58,41 +56,3 @@ def test_a_kept_row_holds_its_decodings_texts_and_keys(reports):
         changed = kept_row(row._replace(networks='["other"]'))
         assert reusable_decoding(entry, changed) is None
         previous = decoded
-
-
-def _copy(text: str) -> str:
-    """An equal string that is another object, as each read makes."""
-    return "".join(list(text))
-
-
-@given(st.lists(st.tuples(st.floats(0, 100), _instances), min_size=2,
-                max_size=5))
-def test_a_reported_host_keeps_the_nodes_objects_from_its_first_read(
-        reports):
-    """A report alone keeps the row as ``kept_row`` keeps it, but with the
-    identity, sizes and description objects held since the node was first
-    read, not the equal copies each read makes."""
-    first = _row(0, reports[0][0], ('{"arch": "x86_64"}', "[]"),
-                 reports[0][1])._replace(uuid=_copy("uuid-1"),
-                                         host=_copy("host-1"),
-                                         memory_mb=int("131072"))
-    decoded = decode.decode(first, None, 3600.0, 0.0)
-    entry = new_entry((build_state(first, (), decoded, (1.0, 1.0, 1.0),
-                                   pending_cpu_fraction=1.0),
-                       decoded, kept_row(first, decoded), (),
-                       (1.0, 1.0, 1.0)))
-    held = entry.row
-    for second, (cpu, instances) in enumerate(reports[1:], start=1):
-        row = _row(second, cpu, ('{"arch": "x86_64"}', "[]"), instances
-                   )._replace(uuid=_copy("uuid-1"), host=_copy("host-1"),
-                              memory_mb=int("131072"),
-                              generation=second)
-        decoded = decode.changed(row, decoded, 3600.0, 0.0,
-                                 report_columns.columns(row.metrics))
-        host = reported_host(row, decoded, entry, (1.0, 1.0, 1.0), 1.0)
-        assert host is not None
-        assert host.light == kept_row(row, decoded)
-        for name in ("uuid", "host", "memory_mb", "cpu_info", "networks"):
-            assert getattr(host.light, name) is getattr(held, name), name
-        assert host.light.generation == second
-        entry = new_entry((host, decoded, host.light, (), (1.0, 1.0, 1.0)))
